@@ -1,0 +1,167 @@
+import type { tags } from 'typia';
+
+/**
+ * Wire and domain types of records. The HTTP validators (typia) and the OpenAPI schemas are both
+ * generated from these declarations, so the documented shape and the enforced shape are one.
+ */
+
+export const HASH_SCHEME = 'dris-v1' as const;
+export type HashScheme = typeof HASH_SCHEME;
+
+export type OperationType = 'insert' | 'update' | 'delete' | 'upsert';
+
+/** Identifiers that also name queue subjects and index partitions. */
+export type TenantId = string & tags.Pattern<'^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$'>;
+export type ClientId = string & tags.Pattern<'^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$'>;
+export type Name = string & tags.MinLength<1> & tags.MaxLength<256>;
+
+/** Record ingest request (SPEC "Record ingest request"). */
+export interface IngestRecordRequest {
+  /** Organisation identifier; must be the API key's tenant or one it may act for. */
+  tenantId: TenantId;
+  /** Application within the tenant; defaults to the API key's client. */
+  clientId?: ClientId;
+  /** Logical source database or system. */
+  database: Name;
+  /** Logical table or collection. */
+  collection: Name;
+  /** Unique record identifier within the collection. */
+  recordId: Name;
+  /** Version tag; default '1'. */
+  recordVersion?: string & tags.MinLength<1> & tags.MaxLength<128>;
+  /** Default `upsert`. */
+  operationType?: OperationType;
+  /** Arbitrary JSON object that is hashed (RFC 8785 canonical form) and preserved. */
+  recordPayload: Record<string, unknown>;
+  /** When the record was produced in the originating system (RFC 3339 / ISO 8601 date-time). */
+  sourceTimestamp?: string & tags.Format<'date-time'>;
+  /** Deduplication key with a 24-hour window; the Idempotency-Key header is the alternative. */
+  idempotencyKey?: string & tags.MinLength<1> & tags.MaxLength<256>;
+}
+
+/** Bulk form A: one tenant, many records. */
+export interface BulkIngestFormA {
+  tenantId: TenantId;
+  records: IngestRecordRequest[];
+}
+
+/** Bulk form B: items each carrying their own tenantId. */
+export interface BulkIngestFormB {
+  items: IngestRecordRequest[];
+}
+
+/** Record ingest response (HTTP 202). */
+export interface IngestRecordResponse {
+  recordId: string;
+  /** SHA-256 of the canonical record envelope, lowercase hex. */
+  recordHash: string;
+  tenantId: string;
+  acceptedAt: string & tags.Format<'date-time'>;
+  idempotencyReplayed: boolean;
+  /** SHA-256 of the canonical payload, lowercase hex. */
+  payloadHash: string;
+  /** 16 random bytes, hex, chosen at ingestion and part of the envelope. */
+  salt: string;
+  hashScheme: HashScheme;
+  /** Server identifier of this acceptance. */
+  ingestId: string;
+}
+
+export interface BulkItemAccepted {
+  index: number & tags.Type<'uint32'>;
+  recordId: string;
+  recordHash: string;
+  tenantId: string;
+  acceptedAt: string & tags.Format<'date-time'>;
+  payloadHash: string;
+  salt: string;
+  ingestId: string;
+  idempotencyReplayed: boolean;
+}
+
+export interface BulkItemRejected {
+  index: number & tags.Type<'uint32'>;
+  recordId: string | null;
+  error: string;
+  details: string[];
+}
+
+/** Bulk ingest response (HTTP 202). */
+export interface BulkIngestResponse {
+  total: number & tags.Type<'uint32'>;
+  accepted: number & tags.Type<'uint32'>;
+  items: BulkItemAccepted[];
+  rejected: BulkItemRejected[];
+}
+
+/** The envelope whose canonical form is hashed into recordHash (DECISIONS, hashing contract). */
+export interface RecordEnvelope {
+  hashScheme: HashScheme;
+  tenantId: string;
+  database: string;
+  collection: string;
+  recordId: string;
+  recordVersion: string;
+  operationType: OperationType;
+  sourceTimestamp: string | null;
+  payloadHash: string;
+  salt: string;
+}
+
+/** A record once accepted: what the queue carries and the hot index stores. */
+export interface AcceptedRecord extends RecordEnvelope {
+  /** Unique, time-ordered identifier of this acceptance; the idempotency unit of every consumer. */
+  ingestId: string;
+  clientId: string;
+  keyId: string;
+  recordHash: string;
+  /** Acceptance time, ISO 8601 with milliseconds, UTC. */
+  acceptedAt: string;
+  /** RFC 8785 canonical JSON text of recordPayload. */
+  payload: string;
+  idempotencyKey: string | null;
+  correlationId: string;
+}
+
+/** A record summary as listed by QueryRecords. */
+export interface RecordSummary {
+  ingestId: string;
+  tenantId: string;
+  clientId: string;
+  database: string;
+  collection: string;
+  recordId: string;
+  recordVersion: string;
+  operationType: OperationType;
+  sourceTimestamp: string | null;
+  acceptedAt: string & tags.Format<'date-time'>;
+  payloadHash: string;
+  recordHash: string;
+  salt: string;
+  hashScheme: HashScheme;
+  /** `Ingested` until the record's batch is formed, then the snapshot's status. */
+  status: string;
+  snapshotId: string | null;
+  batchId: string | null;
+  chainTxHash: string | null;
+}
+
+export interface RecordQuery {
+  tenantId: string;
+  database?: string;
+  collection?: string;
+  recordId?: string;
+  snapshotId?: string;
+  /** acceptedAt >= from (inclusive), epoch milliseconds. */
+  fromMs?: number;
+  /** acceptedAt < to (exclusive), epoch milliseconds. */
+  toMs?: number;
+  limit: number;
+  /** Opaque cursor from a previous page. */
+  cursor?: string;
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
