@@ -16,6 +16,7 @@ export type DrisErrorCode =
   | 'expired_api_key'
   | 'revoked_api_key'
   | 'forbidden_tenant'
+  | 'forbidden_client'
   | 'admin_unauthorized'
   // resources
   | 'not_found'
@@ -52,6 +53,7 @@ export const ERROR_TABLE: Readonly<Record<DrisErrorCode, ErrorTraits>> = {
   expired_api_key: { status: 401, retryable: false },
   revoked_api_key: { status: 401, retryable: false },
   forbidden_tenant: { status: 403, retryable: false },
+  forbidden_client: { status: 403, retryable: false },
   admin_unauthorized: { status: 401, retryable: false },
   not_found: { status: 404, retryable: false },
   route_not_found: { status: 404, retryable: false },

@@ -1,0 +1,263 @@
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { DrisError } from '../../errors/dris-error.js';
+import type { AcceptedRecord } from '../../domain/records/types.js';
+import type { ConsumeOptions, Delivery, RecordQueue, Subscription } from '../../domain/records/ports.js';
+import { componentLogger } from '../../util/logger.js';
+import { SegmentLog } from './segment-log.js';
+
+/**
+ * The embedded queue: a durable, in-process stream on local disk for the one-machine default.
+ * A publish resolves after fdatasync (group-committed), which is what a 202 promises. Each named
+ * consumer keeps an ack floor on disk; after a crash it resumes from that floor, so delivery is at
+ * least once, and consumers are idempotent by ingestId (as with JetStream).
+ */
+
+export interface EmbeddedQueueOptions {
+  readonly dir: string;
+  /** Consumers that must see every message; retention keeps what any of them has not acked. */
+  readonly consumers: readonly string[];
+  /** Most publishes awaiting the disk before publish() answers overloaded. */
+  readonly maxPendingPublishes: number;
+}
+
+interface InFlight {
+  readonly records: readonly AcceptedRecord[];
+  deliveryCount: number;
+  /** Time after which the message is handed out again, epoch ms; 0 while it is in a handler. */
+  dueAtMs: number;
+}
+
+class ConsumerState {
+  ackFloor: number;
+  readonly acked = new Set<number>();
+  readonly inFlight = new Map<number, InFlight>();
+  nextRead: number;
+  private persistTimer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly file: string) {
+    this.ackFloor = ConsumerState.readFloor(file);
+    this.nextRead = this.ackFloor + 1;
+  }
+
+  private static readFloor(file: string): number {
+    try {
+      const data = JSON.parse(readFileSync(file, 'utf8')) as { ackFloor?: unknown };
+      return typeof data.ackFloor === 'number' && Number.isSafeInteger(data.ackFloor) ? data.ackFloor : 0;
+    } catch {
+      return 0;
+    }
+  }
+
+  ack(seq: number): boolean {
+    if (seq <= this.ackFloor) return false;
+    this.inFlight.delete(seq);
+    this.acked.add(seq);
+    let advanced = false;
+    while (this.acked.delete(this.ackFloor + 1)) {
+      this.ackFloor += 1;
+      advanced = true;
+    }
+    if (advanced) this.schedulePersist();
+    return advanced;
+  }
+
+  /** The floor is written lazily: losing its last moves only causes redelivery, never loss. */
+  private schedulePersist(): void {
+    if (this.persistTimer !== null) return;
+    this.persistTimer = setTimeout(() => {
+      this.persistTimer = null;
+      this.persistNow();
+    }, 50);
+    this.persistTimer.unref();
+  }
+
+  persistNow(): void {
+    if (this.persistTimer !== null) {
+      clearTimeout(this.persistTimer);
+      this.persistTimer = null;
+    }
+    const tmp = `${this.file}.tmp`;
+    writeFileSync(tmp, JSON.stringify({ ackFloor: this.ackFloor }));
+    renameSync(tmp, this.file);
+  }
+}
+
+export class EmbeddedQueue implements RecordQueue {
+  private readonly log: SegmentLog;
+  private readonly states = new Map<string, ConsumerState>();
+  private readonly wakers = new Set<() => void>();
+  private pendingPublishes = 0;
+  private closed = false;
+  private readonly log$ = componentLogger('embedded-queue');
+
+  private constructor(private readonly options: EmbeddedQueueOptions) {
+    mkdirSync(path.join(options.dir, 'consumers'), { recursive: true });
+    this.log = SegmentLog.open(path.join(options.dir, 'log'));
+    for (const name of options.consumers) this.stateOf(name);
+    this.log.onAppend(() => this.wakeAll());
+  }
+
+  static open(options: EmbeddedQueueOptions): EmbeddedQueue {
+    return new EmbeddedQueue(options);
+  }
+
+  private stateOf(name: string): ConsumerState {
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(name)) throw new DrisError('config_invalid', `invalid consumer name ${JSON.stringify(name)}`);
+    let s = this.states.get(name);
+    if (s === undefined) {
+      s = new ConsumerState(path.join(this.options.dir, 'consumers', `${name}.json`));
+      this.states.set(name, s);
+    }
+    return s;
+  }
+
+  private wakeAll(): void {
+    for (const w of [...this.wakers]) w();
+  }
+
+  async publish(records: readonly AcceptedRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    if (this.closed) throw new DrisError('dependency_unavailable', 'queue is closed');
+    if (this.pendingPublishes >= this.options.maxPendingPublishes) throw new DrisError('overloaded', 'too many records awaiting the queue');
+    this.pendingPublishes += 1;
+    try {
+      await this.log.append(Buffer.from(JSON.stringify(records)));
+    } catch (err) {
+      throw new DrisError('dependency_unavailable', 'queue write failed', { cause: err });
+    } finally {
+      this.pendingPublishes -= 1;
+    }
+  }
+
+  consume(options: ConsumeOptions, handler: (deliveries: readonly Delivery[]) => Promise<void>): Subscription {
+    const state = this.stateOf(options.consumer);
+    let running = true;
+    let wake: (() => void) | null = null;
+    const timerWake = (): void => wake?.();
+
+    const nextBatch = async (): Promise<Delivery[]> => {
+      const now = Date.now();
+      const out: Delivery[] = [];
+      // Redeliveries first: a message given back or past its ack wait goes out before new ones.
+      for (const [seq, f] of state.inFlight) {
+        if (out.length >= options.maxBatch) break;
+        if (f.dueAtMs !== 0 && f.dueAtMs <= now) {
+          f.deliveryCount += 1;
+          f.dueAtMs = 0;
+          out.push(this.delivery(state, seq, f, options.ackWaitMs));
+        }
+      }
+      const room = Math.min(options.maxBatch - out.length, options.maxInFlight - state.inFlight.size);
+      if (room > 0 && state.nextRead <= this.log.lastSeq) {
+        const entries = await this.log.read(state.nextRead, room);
+        for (const e of entries) {
+          state.nextRead = e.seq + 1;
+          if (e.seq <= state.ackFloor || state.acked.has(e.seq)) continue;
+          let records: AcceptedRecord[];
+          try {
+            records = JSON.parse(e.payload.toString('utf8')) as AcceptedRecord[];
+          } catch (err) {
+            // A frame that passed its checksum but is not JSON cannot be retried into sense.
+            this.log$.error({ seq: e.seq, err }, 'undecodable queue message skipped');
+            state.ack(e.seq);
+            continue;
+          }
+          const f: InFlight = { records, deliveryCount: 1, dueAtMs: 0 };
+          state.inFlight.set(e.seq, f);
+          out.push(this.delivery(state, e.seq, f, options.ackWaitMs));
+        }
+      }
+      return out;
+    };
+
+    const loop = async (): Promise<void> => {
+      while (running) {
+        let batch: Delivery[];
+        try {
+          batch = await nextBatch();
+        } catch (err) {
+          this.log$.error({ err, consumer: options.consumer }, 'queue read failed');
+          batch = [];
+        }
+        if (batch.length > 0) {
+          try {
+            await handler(batch);
+          } catch (err) {
+            this.log$.error({ err, consumer: options.consumer }, 'consumer handler failed; messages will be redelivered');
+            for (const d of batch) d.nak(1000);
+          }
+          continue;
+        }
+        const soonest = [...state.inFlight.values()].reduce((m, f) => (f.dueAtMs > 0 ? Math.min(m, f.dueAtMs) : m), Infinity);
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          this.wakers.add(resolve);
+          const delay = Number.isFinite(soonest) ? Math.max(1, soonest - Date.now()) : 1000;
+          const t = setTimeout(resolve, delay);
+          t.unref();
+        });
+        if (wake !== null) this.wakers.delete(wake);
+        wake = null;
+      }
+    };
+    const done = loop();
+    const unsubscribe = (): void => {
+      running = false;
+      timerWake();
+    };
+    return {
+      stop: async () => {
+        unsubscribe();
+        await done;
+        state.persistNow();
+      },
+    };
+  }
+
+  private delivery(state: ConsumerState, seq: number, f: InFlight, ackWaitMs: number): Delivery {
+    const deliveredAt = Date.now();
+    // While a handler runs the message is not redelivered; the ack wait starts on delivery.
+    f.dueAtMs = deliveredAt + ackWaitMs;
+    return {
+      records: f.records,
+      seq,
+      deliveryCount: f.deliveryCount,
+      ack: () => {
+        if (state.ack(seq)) this.retain();
+        return Promise.resolve();
+      },
+      nak: (delayMs = 0) => {
+        const cur = state.inFlight.get(seq);
+        if (cur !== undefined) cur.dueAtMs = Date.now() + Math.max(1, delayMs);
+        this.wakeAll();
+      },
+    };
+  }
+
+  /** Drops segments every consumer has acknowledged. */
+  private retain(): void {
+    let min = Infinity;
+    for (const s of this.states.values()) min = Math.min(min, s.ackFloor);
+    if (Number.isFinite(min)) this.log.truncateBefore(min + 1);
+  }
+
+  /** Highest durable position and each consumer's floor: for health and tests. */
+  positions(): { lastSeq: number; consumers: Record<string, number> } {
+    const consumers: Record<string, number> = {};
+    for (const [name, s] of this.states) consumers[name] = s.ackFloor;
+    return { lastSeq: this.log.lastSeq, consumers };
+  }
+
+  check(): Promise<void> {
+    if (this.closed) return Promise.reject(new DrisError('dependency_unavailable', 'queue is closed'));
+    return Promise.resolve();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const s of this.states.values()) s.persistNow();
+    this.wakeAll();
+    await this.log.close();
+  }
+}

@@ -1,0 +1,171 @@
+#!/usr/bin/env node
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../config/config.js';
+import { DrisError, isDrisError } from '../errors/dris-error.js';
+import { setLogLevel } from '../util/logger.js';
+
+/**
+ * `dris serve` runs the service; `dris keys ...` provisions API keys against a running service
+ * through its key-administration endpoints (guarded by the admin token).
+ */
+
+const USAGE = `usage:
+  dris serve                      start the service (configuration from the environment)
+  dris keys create --tenant T --client C [--level standard|premium|enterprise]
+                   [--expires ISO-8601] [--also-tenants a,b]
+  dris keys list [--tenant T]
+  dris keys revoke <keyId>
+  dris keys rotate <keyId> [--grace-seconds N]
+options of keys commands:
+  --url URL            service base URL (default http://HOST:PORT from the environment)
+  --admin-token TOKEN  admin token (default DRIS_ADMIN_TOKEN, else <DRIS_DATA_DIR>/admin-token)`;
+
+function fail(message: string, code = 2): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(code);
+}
+
+async function serve(): Promise<void> {
+  const cfg = loadConfig();
+  setLogLevel(cfg.logLevel as Parameters<typeof setLogLevel>[0]);
+  const { startService } = await import('../main.js');
+  const running = await startService(cfg);
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`received ${signal}, stopping\n`);
+    running.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+interface KeyOptions {
+  url?: string;
+  'admin-token'?: string;
+  tenant?: string;
+  client?: string;
+  level?: string;
+  expires?: string;
+  'also-tenants'?: string;
+  'grace-seconds'?: string;
+}
+
+function adminTarget(opts: KeyOptions): { url: string; token: string } {
+  const env = process.env;
+  const host = env['HOST'] === undefined || env['HOST'] === '' || env['HOST'] === '0.0.0.0' ? '127.0.0.1' : env['HOST'];
+  const url = (opts.url ?? env['DRIS_URL'] ?? `http://${host.includes(':') ? `[${host}]` : host}:${env['PORT'] ?? '8080'}`).replace(/\/+$/, '');
+  let token = opts['admin-token'] ?? env['DRIS_ADMIN_TOKEN'];
+  if (token === undefined || token === '') {
+    const file = path.resolve(env['DRIS_DATA_DIR'] ?? './data', 'admin-token');
+    try {
+      token = readFileSync(file, 'utf8').trim();
+    } catch {
+      fail(`no admin token: pass --admin-token, set DRIS_ADMIN_TOKEN, or run where ${file} is readable`);
+    }
+  }
+  return { url, token };
+}
+
+async function call(target: { url: string; token: string }, method: string, route: string, body?: unknown): Promise<unknown> {
+  let res: Response;
+  try {
+    res = await fetch(`${target.url}${route}`, {
+      method,
+      headers: { authorization: `Bearer ${target.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  } catch (err) {
+    fail(`cannot reach the service at ${target.url}: ${(err as Error).message}`, 1);
+  }
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // not JSON: shown as text
+  }
+  if (!res.ok) fail(`${res.status}: ${typeof parsed === 'string' ? parsed : JSON.stringify(parsed)}`, 1);
+  return parsed;
+}
+
+async function keys(args: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      url: { type: 'string' },
+      'admin-token': { type: 'string' },
+      tenant: { type: 'string' },
+      client: { type: 'string' },
+      level: { type: 'string' },
+      expires: { type: 'string' },
+      'also-tenants': { type: 'string' },
+      'grace-seconds': { type: 'string' },
+    },
+  });
+  const opts = values as KeyOptions;
+  const [sub, id] = positionals;
+  const target = adminTarget(opts);
+  const print = (v: unknown): void => {
+    process.stdout.write(`${JSON.stringify(v, null, 2)}\n`);
+  };
+  switch (sub) {
+    case 'create': {
+      if (opts.tenant === undefined || opts.client === undefined) fail('keys create needs --tenant and --client');
+      const body: Record<string, unknown> = { tenantId: opts.tenant, clientId: opts.client, level: opts.level ?? 'standard' };
+      if (opts.expires !== undefined) body['expiresAt'] = opts.expires;
+      if (opts['also-tenants'] !== undefined) body['alsoTenants'] = opts['also-tenants'].split(',').map((s) => s.trim()).filter((s) => s !== '');
+      print(await call(target, 'POST', '/admin/v1/keys', body));
+      return;
+    }
+    case 'list':
+      print(await call(target, 'GET', `/admin/v1/keys${opts.tenant === undefined ? '' : `?tenantId=${encodeURIComponent(opts.tenant)}`}`));
+      return;
+    case 'revoke':
+      if (id === undefined) fail('keys revoke needs a keyId');
+      print(await call(target, 'POST', `/admin/v1/keys/${encodeURIComponent(id)}/revoke`, {}));
+      return;
+    case 'rotate': {
+      if (id === undefined) fail('keys rotate needs a keyId');
+      const grace = opts['grace-seconds'] === undefined ? 0 : Number(opts['grace-seconds']);
+      print(await call(target, 'POST', `/admin/v1/keys/${encodeURIComponent(id)}/rotate`, { graceSeconds: grace }));
+      return;
+    }
+    default:
+      fail(USAGE);
+  }
+}
+
+async function mainCli(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  switch (command ?? 'serve') {
+    case 'serve':
+      return serve();
+    case 'keys':
+      return keys(rest);
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(`${USAGE}\n`);
+      return;
+    default:
+      fail(USAGE);
+  }
+}
+
+mainCli(process.argv.slice(2)).catch((err: unknown) => {
+  if (isDrisError(err)) {
+    const e: DrisError = err;
+    process.stderr.write(`dris: ${e.code}: ${e.message}${e.cause instanceof Error ? ` (${e.cause.message})` : ''}\n`);
+  } else {
+    process.stderr.write(`dris: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  }
+  process.exit(1);
+});

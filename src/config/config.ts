@@ -1,0 +1,271 @@
+import path from 'node:path';
+import { DrisError, type FieldError } from '../errors/dris-error.js';
+import { ACCESS_LEVELS, type AccessLevel } from '../domain/keys/types.js';
+
+/**
+ * All configuration, read from the environment in one place and validated before anything
+ * starts. Every variable, its default and unit is listed in README.md ("Configuration").
+ * An unset *_URL selects the embedded adapter for that port.
+ */
+
+export type HashBackendChoice = 'auto' | 'native' | 'wasm' | 'js';
+export type Role = 'api' | 'indexer';
+export const ROLES: readonly Role[] = ['api', 'indexer'];
+
+export interface NatsConfig {
+  readonly url: string;
+  readonly user?: string;
+  readonly pass?: string;
+  readonly token?: string;
+  readonly credsFile?: string;
+  readonly stream: string;
+  readonly replicas: number;
+}
+
+export interface RedisConfig {
+  readonly url: string;
+  readonly password?: string;
+  readonly keyPrefix: string;
+}
+
+export interface ClickHouseConfig {
+  readonly url: string;
+  readonly username?: string;
+  readonly password?: string;
+  readonly database: string;
+}
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly dataDir: string;
+  readonly batchMaxRecords: number;
+  readonly batchMaxWaitMs: number;
+  readonly hashBackend: HashBackendChoice;
+  /** Requests per hour per access level. */
+  readonly rateLimits: Readonly<Record<AccessLevel, number>>;
+  readonly rateWindowMs: number;
+  /** Largest body of a single-record request, bytes. */
+  readonly maxBodyBytes: number;
+  /** Largest body of a bulk request, bytes. */
+  readonly maxBulkBodyBytes: number;
+  readonly idempotencyTtlMs: number;
+  /** Roles this process runs; all by default (embedded), a subset in a cluster. */
+  readonly roles: readonly Role[];
+  readonly allowSlowHttp: boolean;
+  readonly logLevel: string;
+  /** Token of the key-administration endpoints; read from <dataDir>/admin-token when unset. */
+  readonly adminToken?: string;
+  /** Interval at which an API process refreshes its view of the key store, milliseconds. */
+  readonly keyRefreshMs: number;
+  /** Hashing pool threads (0 = hash on the event loop only). */
+  readonly hashThreads: number;
+  /** Most hashing tasks waiting for a pool thread before answers turn to 503. */
+  readonly hashMaxQueue: number;
+  /** Most publishes awaiting the queue's acknowledgement before answers turn to 503. */
+  readonly maxPendingPublishes: number;
+  readonly nats?: NatsConfig;
+  readonly redis?: RedisConfig;
+  readonly clickhouse?: ClickHouseConfig;
+  readonly evmRpcUrl?: string;
+  readonly ipfsApiUrl?: string;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+class Reader {
+  readonly problems: FieldError[] = [];
+  constructor(private readonly env: Env) {}
+
+  str(name: string): string | undefined {
+    const v = this.env[name];
+    return v === undefined || v.trim() === '' ? undefined : v.trim();
+  }
+
+  int(name: string, def: number, min: number, max: number): number {
+    const raw = this.str(name);
+    if (raw === undefined) return def;
+    if (!/^-?\d+$/.test(raw)) {
+      this.problems.push({ path: name, code: 'not_an_integer', message: `must be an integer, got ${JSON.stringify(raw)}` });
+      return def;
+    }
+    const n = Number(raw);
+    if (n < min || n > max) {
+      this.problems.push({ path: name, code: 'out_of_range', message: `must be between ${min} and ${max}` });
+      return def;
+    }
+    return n;
+  }
+
+  bool(name: string, def: boolean): boolean {
+    const raw = this.str(name);
+    if (raw === undefined) return def;
+    if (/^(1|true|yes|on)$/i.test(raw)) return true;
+    if (/^(0|false|no|off)$/i.test(raw)) return false;
+    this.problems.push({ path: name, code: 'not_a_boolean', message: 'must be true or false' });
+    return def;
+  }
+
+  oneOf<T extends string>(name: string, values: readonly T[], def: T): T {
+    const raw = this.str(name);
+    if (raw === undefined) return def;
+    if ((values as readonly string[]).includes(raw)) return raw as T;
+    this.problems.push({ path: name, code: 'invalid_value', message: `must be one of ${values.join('|')}` });
+    return def;
+  }
+
+  url(name: string, protocols: readonly string[]): string | undefined {
+    const raw = this.str(name);
+    if (raw === undefined) return undefined;
+    try {
+      const u = new URL(raw);
+      if (!protocols.includes(u.protocol)) {
+        this.problems.push({ path: name, code: 'invalid_url', message: `protocol must be one of ${protocols.join(' ')}` });
+        return undefined;
+      }
+      return raw;
+    } catch {
+      this.problems.push({ path: name, code: 'invalid_url', message: 'must be a URL' });
+      return undefined;
+    }
+  }
+}
+
+export const DEFAULT_RATE_LIMITS: Readonly<Record<AccessLevel, number>> = { standard: 1000, premium: 10_000, enterprise: 100_000 };
+
+function parseRateLimits(r: Reader): Record<AccessLevel, number> {
+  const limits: Record<AccessLevel, number> = { ...DEFAULT_RATE_LIMITS };
+  const raw = r.str('DRIS_RATE_LIMITS');
+  if (raw === undefined) return limits;
+  for (const part of raw.split(',')) {
+    const m = /^\s*([a-z]+)\s*=\s*(\d+)\s*$/.exec(part);
+    const level = m?.[1];
+    const value = m?.[2];
+    if (level === undefined || value === undefined || !(ACCESS_LEVELS as readonly string[]).includes(level)) {
+      r.problems.push({ path: 'DRIS_RATE_LIMITS', code: 'invalid_value', message: `entry ${JSON.stringify(part)} must be level=count with level one of ${ACCESS_LEVELS.join('|')}` });
+      continue;
+    }
+    const n = Number(value);
+    if (!Number.isSafeInteger(n) || n < 1) {
+      r.problems.push({ path: 'DRIS_RATE_LIMITS', code: 'out_of_range', message: `${level} must be a positive integer` });
+      continue;
+    }
+    limits[level as AccessLevel] = n;
+  }
+  return limits;
+}
+
+function parseRoles(r: Reader): Role[] {
+  const raw = r.str('DRIS_ROLES');
+  if (raw === undefined) return [...ROLES];
+  const roles: Role[] = [];
+  for (const part of raw.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+    if (!(ROLES as readonly string[]).includes(part)) {
+      r.problems.push({ path: 'DRIS_ROLES', code: 'invalid_value', message: `unknown role ${JSON.stringify(part)}; roles are ${ROLES.join(',')}` });
+      continue;
+    }
+    if (!roles.includes(part as Role)) roles.push(part as Role);
+  }
+  if (roles.length === 0) r.problems.push({ path: 'DRIS_ROLES', code: 'invalid_value', message: 'needs at least one role' });
+  return roles;
+}
+
+function withOptional<T extends object>(base: T, extras: Record<string, string | undefined>): T {
+  const out: Record<string, unknown> = { ...(base as Record<string, unknown>) };
+  for (const [k, v] of Object.entries(extras)) if (v !== undefined) out[k] = v;
+  return out as T;
+}
+
+/** Reads and validates the configuration; throws DrisError('config_invalid') listing every problem. */
+export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Config {
+  const r = new Reader(env);
+  const MiB = 1024 * 1024;
+
+  const natsUrl = r.url('NATS_URL', ['nats:', 'tls:', 'ws:', 'wss:']);
+  const redisUrl = r.url('REDIS_URL', ['redis:', 'rediss:']);
+  const chUrl = r.url('CLICKHOUSE_URL', ['http:', 'https:']);
+  const evmRpcUrl = r.url('EVM_RPC_URL', ['http:', 'https:', 'ws:', 'wss:']);
+  const ipfsApiUrl = r.url('IPFS_API_URL', ['http:', 'https:']);
+
+  const nats: NatsConfig | undefined =
+    natsUrl === undefined
+      ? undefined
+      : withOptional(
+          { url: natsUrl, stream: r.str('NATS_STREAM') ?? 'DRIS_RECORDS', replicas: r.int('NATS_REPLICAS', 1, 1, 5) },
+          { user: r.str('NATS_USER'), pass: r.str('NATS_PASSWORD'), token: r.str('NATS_TOKEN'), credsFile: r.str('NATS_CREDS_FILE') },
+        );
+  const redis: RedisConfig | undefined =
+    redisUrl === undefined
+      ? undefined
+      : withOptional({ url: redisUrl, keyPrefix: r.str('REDIS_KEY_PREFIX') ?? 'dris:' }, { password: r.str('REDIS_PASSWORD') });
+  const clickhouse: ClickHouseConfig | undefined =
+    chUrl === undefined
+      ? undefined
+      : withOptional(
+          { url: chUrl, database: r.str('CLICKHOUSE_DATABASE') ?? 'dris' },
+          { username: r.str('CLICKHOUSE_USER'), password: r.str('CLICKHOUSE_PASSWORD') },
+        );
+
+  const hostRaw = r.str('HOST') ?? '127.0.0.1';
+  const cfg = withOptional(
+    {
+      port: r.int('PORT', 8080, 0, 65535),
+      host: hostRaw,
+      dataDir: path.resolve(cwd, r.str('DRIS_DATA_DIR') ?? './data'),
+      batchMaxRecords: r.int('DRIS_BATCH_MAX_RECORDS', 1000, 1, 1000),
+      batchMaxWaitMs: r.int('DRIS_BATCH_MAX_WAIT_MS', 60_000, 10, 3_600_000),
+      hashBackend: r.oneOf<HashBackendChoice>('DRIS_HASH_BACKEND', ['auto', 'native', 'wasm', 'js'], 'auto'),
+      rateLimits: parseRateLimits(r),
+      rateWindowMs: r.int('DRIS_RATE_WINDOW_MS', 3_600_000, 1000, 86_400_000),
+      maxBodyBytes: r.int('DRIS_MAX_BODY_BYTES', MiB, 1024, 64 * MiB),
+      maxBulkBodyBytes: r.int('DRIS_MAX_BULK_BODY_BYTES', 16 * MiB, 1024, 256 * MiB),
+      idempotencyTtlMs: r.int('DRIS_IDEMPOTENCY_TTL_MS', 86_400_000, 1000, 7 * 86_400_000),
+      roles: parseRoles(r),
+      allowSlowHttp: r.bool('DRIS_ALLOW_SLOW_HTTP', false),
+      logLevel: r.oneOf('DRIS_LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
+      keyRefreshMs: r.int('DRIS_KEY_REFRESH_MS', 5000, 100, 600_000),
+      hashThreads: r.int('DRIS_HASH_THREADS', 2, 0, 64),
+      hashMaxQueue: r.int('DRIS_HASH_MAX_QUEUE', 4096, 1, 1_000_000),
+      maxPendingPublishes: r.int('DRIS_MAX_PENDING_PUBLISHES', 50_000, 1, 10_000_000),
+    } satisfies Omit<Config, 'adminToken' | 'nats' | 'redis' | 'clickhouse' | 'evmRpcUrl' | 'ipfsApiUrl'>,
+    { adminToken: r.str('DRIS_ADMIN_TOKEN'), evmRpcUrl, ipfsApiUrl },
+  ) as Config;
+
+  if (r.problems.length > 0) {
+    throw new DrisError('config_invalid', `invalid configuration: ${r.problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, {
+      fields: r.problems,
+    });
+  }
+  const out: Record<string, unknown> = { ...cfg };
+  if (nats !== undefined) out['nats'] = nats;
+  if (redis !== undefined) out['redis'] = redis;
+  if (clickhouse !== undefined) out['clickhouse'] = clickhouse;
+  return out as unknown as Config;
+}
+
+/** What the health answer and the start-up log may show of the configuration: no credentials. */
+export function describeConfig(cfg: Config): Record<string, unknown> {
+  const redact = (u: string | undefined): string | undefined => {
+    if (u === undefined) return undefined;
+    try {
+      const url = new URL(u);
+      if (url.password !== '') url.password = '***';
+      return url.toString();
+    } catch {
+      return '***';
+    }
+  };
+  return {
+    port: cfg.port,
+    host: cfg.host,
+    dataDir: cfg.dataDir,
+    roles: cfg.roles,
+    batchMaxRecords: cfg.batchMaxRecords,
+    batchMaxWaitMs: cfg.batchMaxWaitMs,
+    hashBackend: cfg.hashBackend,
+    rateLimits: cfg.rateLimits,
+    queue: cfg.nats === undefined ? 'embedded' : `nats ${redact(cfg.nats.url) ?? ''}`,
+    admission: cfg.redis === undefined ? 'embedded' : `redis ${redact(cfg.redis.url) ?? ''}`,
+    index: cfg.clickhouse === undefined ? 'embedded (chdb)' : `clickhouse ${redact(cfg.clickhouse.url) ?? ''}`,
+  };
+}

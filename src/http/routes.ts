@@ -1,0 +1,223 @@
+import { DrisError, type FieldError } from '../errors/dris-error.js';
+import { assertTenant, type Principal } from '../app/authenticator.js';
+import type { IngestService } from '../app/ingest-service.js';
+import type { KeyAdmin } from '../app/key-admin.js';
+import type { HealthReport } from '../app/health.js';
+import type { RecordIndex } from '../domain/records/ports.js';
+import { ACCESS_LEVELS, type AccessLevel } from '../domain/keys/types.js';
+import type { RecordQuery } from '../domain/records/types.js';
+import type { Reply, RequestContext, Route } from './router.js';
+import type { SwaggerAssets } from './swagger.js';
+
+export interface RouteDeps {
+  readonly ingest: IngestService | null;
+  readonly index: RecordIndex;
+  readonly keys: KeyAdmin;
+  readonly health: () => Promise<HealthReport>;
+  readonly swagger: SwaggerAssets;
+  readonly maxBodyBytes: number;
+  readonly maxBulkBodyBytes: number;
+  /** Called after a key is revoked or rotated here, so this process stops accepting it at once. */
+  readonly onKeyChanged: (keyId: string) => void;
+}
+
+function principalOf(ctx: RequestContext): Principal {
+  if (ctx.principal === null) throw new DrisError('internal_error', 'route without principal');
+  return ctx.principal;
+}
+
+function jsonBody(ctx: RequestContext): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = ctx.body.length === 0 ? {} : JSON.parse(ctx.body.toString('utf8'));
+  } catch (err) {
+    throw new DrisError('invalid_json', 'the body is not valid JSON', { cause: err });
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new DrisError('validation_failed', 'the body must be an object', { fields: [{ path: '(body)', code: 'invalid_type', message: 'must be an object' }] });
+  }
+  return value as Record<string, unknown>;
+}
+
+/** Parses `from`/`to` as ISO 8601 date-times or epoch milliseconds. */
+function timeParam(q: URLSearchParams, name: string, fields: FieldError[]): number | undefined {
+  const raw = q.get(name);
+  if (raw === null || raw === '') return undefined;
+  const ms = /^\d+$/.test(raw) ? Number(raw) : Date.parse(raw);
+  if (!Number.isFinite(ms) || (!/^\d+$/.test(raw) && !/^\d{4}-\d{2}-\d{2}T/.test(raw))) {
+    fields.push({ path: name, code: 'invalid_format', message: 'must be an ISO 8601 date-time or epoch milliseconds' });
+    return undefined;
+  }
+  return ms;
+}
+
+function notYet(operationId: string): (ctx: RequestContext) => Promise<Reply> {
+  return () => Promise.reject(new DrisError('not_implemented', `${operationId} is not available in this version of the service`));
+}
+
+export function buildRoutes(deps: RouteDeps): Route[] {
+  const ingestService = (): IngestService => {
+    if (deps.ingest === null) throw new DrisError('not_implemented', 'this process does not run the api role');
+    return deps.ingest;
+  };
+  const api = (r: Omit<Route, 'auth'>): Route => ({ ...r, auth: 'apiKey' });
+  const admin = (r: Omit<Route, 'auth'>): Route => ({ ...r, auth: 'admin' });
+
+  return [
+    api({
+      method: 'POST',
+      pattern: '/api/v1/records',
+      operationId: 'IngestRecord',
+      maxBodyBytes: deps.maxBodyBytes,
+      handle: async (ctx) => {
+        const out = await ingestService().ingestOne(principalOf(ctx), ctx.body, ctx.headers.idempotencyKey, ctx.correlationId);
+        return { status: out.status, body: out.body };
+      },
+    }),
+    api({
+      method: 'POST',
+      pattern: '/api/v1/records/bulk',
+      operationId: 'BulkIngestRecords',
+      maxBodyBytes: deps.maxBulkBodyBytes,
+      handle: async (ctx) => {
+        const out = await ingestService().ingestBulk(principalOf(ctx), ctx.body, ctx.headers.idempotencyKey, ctx.correlationId);
+        return { status: out.status, body: out.body };
+      },
+    }),
+    api({
+      method: 'GET',
+      pattern: '/api/v1/records',
+      operationId: 'QueryRecords',
+      handle: async (ctx) => {
+        const q = ctx.query;
+        const fields: FieldError[] = [];
+        const tenantId = q.get('tenantId');
+        if (tenantId === null || tenantId === '') fields.push({ path: 'tenantId', code: 'required', message: 'is required' });
+        const limitRaw = q.get('limit');
+        let limit = 100;
+        if (limitRaw !== null) {
+          limit = Number(limitRaw);
+          if (!/^\d+$/.test(limitRaw) || limit < 1 || limit > 1000) fields.push({ path: 'limit', code: 'out_of_range', message: 'must be an integer from 1 to 1000' });
+        }
+        const fromMs = timeParam(q, 'from', fields);
+        const toMs = timeParam(q, 'to', fields);
+        if (fields.length > 0 || tenantId === null) throw new DrisError('validation_failed', 'invalid query', { fields });
+        assertTenant(principalOf(ctx), tenantId);
+        const query: { -readonly [K in keyof RecordQuery]: RecordQuery[K] } = { tenantId, limit };
+        for (const name of ['database', 'collection', 'recordId', 'snapshotId', 'cursor'] as const) {
+          const v = q.get(name);
+          if (v !== null && v !== '') query[name] = v;
+        }
+        if (fromMs !== undefined) query.fromMs = fromMs;
+        if (toMs !== undefined) query.toMs = toMs;
+        const page = await deps.index.queryRecords(query);
+        return { status: 200, body: { items: page.items, nextCursor: page.nextCursor } };
+      },
+    }),
+    api({ method: 'POST', pattern: '/api/v1/verify/record', operationId: 'VerifyRecord', maxBodyBytes: deps.maxBodyBytes, handle: notYet('VerifyRecord') }),
+    api({ method: 'POST', pattern: '/api/v1/verify/payload', operationId: 'VerifyPayload', maxBodyBytes: deps.maxBodyBytes, handle: notYet('VerifyPayload') }),
+    api({ method: 'GET', pattern: '/api/v1/verify/snapshot/:snapshotId', operationId: 'VerifySnapshot', handle: notYet('VerifySnapshot') }),
+    api({ method: 'GET', pattern: '/api/v1/verify/history', operationId: 'GetVerificationHistory', handle: notYet('GetVerificationHistory') }),
+    api({ method: 'GET', pattern: '/api/v1/snapshots', operationId: 'ListSnapshots', handle: notYet('ListSnapshots') }),
+    api({ method: 'GET', pattern: '/api/v1/snapshots/:snapshotId', operationId: 'GetSnapshot', handle: notYet('GetSnapshot') }),
+    api({ method: 'GET', pattern: '/api/v1/snapshots/:snapshotId/lifecycle', operationId: 'GetSnapshotLifecycle', handle: notYet('GetSnapshotLifecycle') }),
+    api({ method: 'POST', pattern: '/api/v1/snapshots/:snapshotId/retry', operationId: 'RetrySnapshot', maxBodyBytes: deps.maxBodyBytes, handle: notYet('RetrySnapshot') }),
+    api({ method: 'GET', pattern: '/api/v1/batches/:batchId', operationId: 'GetBatch', handle: notYet('GetBatch') }),
+    api({ method: 'GET', pattern: '/api/v1/timeline/record', operationId: 'GetRecordTimeline', handle: notYet('GetRecordTimeline') }),
+    api({ method: 'GET', pattern: '/api/v1/audit/history', operationId: 'GetAuditHistory', handle: notYet('GetAuditHistory') }),
+    api({
+      method: 'POST',
+      pattern: '/api/v1/evidence/retrieval-controls',
+      operationId: 'CheckRetrievalControls',
+      maxBodyBytes: deps.maxBodyBytes,
+      handle: notYet('CheckRetrievalControls'),
+    }),
+    {
+      method: 'GET',
+      pattern: '/api/Admin/health',
+      operationId: 'GetHealth',
+      auth: 'none',
+      handle: async () => {
+        const report = await deps.health();
+        return { status: report.status === 'ok' ? 200 : 503, body: report };
+      },
+    },
+    { method: 'GET', pattern: '/swagger', operationId: 'SwaggerUi', auth: 'none', handle: () => Promise.resolve(deps.swagger.page()) },
+    { method: 'GET', pattern: '/swagger/openapi.json', operationId: 'OpenApiDocument', auth: 'none', handle: () => Promise.resolve(deps.swagger.document()) },
+    { method: 'GET', pattern: '/swagger/assets/:file', operationId: 'SwaggerAsset', auth: 'none', handle: (ctx) => Promise.resolve(deps.swagger.asset(ctx.params['file'] ?? '')) },
+    admin({
+      method: 'POST',
+      pattern: '/admin/v1/keys',
+      operationId: 'CreateApiKey',
+      maxBodyBytes: 64 * 1024,
+      handle: async (ctx) => {
+        const b = jsonBody(ctx);
+        const fields: FieldError[] = [];
+        const str = (name: string, required: boolean): string | undefined => {
+          const v = b[name];
+          if (v === undefined || v === null) {
+            if (required) fields.push({ path: name, code: 'required', message: 'is required' });
+            return undefined;
+          }
+          if (typeof v !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(v)) {
+            fields.push({ path: name, code: 'invalid_format', message: 'must be an identifier' });
+            return undefined;
+          }
+          return v;
+        };
+        const tenantId = str('tenantId', true);
+        const clientId = str('clientId', true);
+        const level = (b['level'] ?? 'standard') as AccessLevel;
+        if (!ACCESS_LEVELS.includes(level)) fields.push({ path: 'level', code: 'invalid_enum', message: `must be one of ${ACCESS_LEVELS.join(', ')}` });
+        let expiresAtMs: number | null = null;
+        if (b['expiresAt'] !== undefined && b['expiresAt'] !== null) {
+          const ms = typeof b['expiresAt'] === 'string' ? Date.parse(b['expiresAt']) : NaN;
+          if (!Number.isFinite(ms)) fields.push({ path: 'expiresAt', code: 'invalid_format', message: 'must be an ISO 8601 date-time' });
+          else expiresAtMs = ms;
+        }
+        const also = b['alsoTenants'] ?? [];
+        if (!Array.isArray(also) || !also.every((t) => typeof t === 'string' && /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(t))) {
+          fields.push({ path: 'alsoTenants', code: 'invalid_type', message: 'must be a list of tenant identifiers' });
+        }
+        if (fields.length > 0 || tenantId === undefined || clientId === undefined) throw new DrisError('validation_failed', 'invalid key request', { fields });
+        const created = await deps.keys.create({ tenantId, clientId, level, expiresAtMs, alsoTenants: also as string[] }, ctx.correlationId);
+        return { status: 201, body: created };
+      },
+    }),
+    admin({
+      method: 'GET',
+      pattern: '/admin/v1/keys',
+      operationId: 'ListApiKeys',
+      handle: async (ctx) => ({ status: 200, body: { items: await deps.keys.list(ctx.query.get('tenantId') ?? undefined) } }),
+    }),
+    admin({
+      method: 'POST',
+      pattern: '/admin/v1/keys/:keyId/revoke',
+      operationId: 'RevokeApiKey',
+      maxBodyBytes: 1024,
+      handle: async (ctx) => {
+        const keyId = ctx.params['keyId'] ?? '';
+        const key = await deps.keys.revoke(keyId, ctx.correlationId);
+        deps.onKeyChanged(keyId);
+        return { status: 200, body: key };
+      },
+    }),
+    admin({
+      method: 'POST',
+      pattern: '/admin/v1/keys/:keyId/rotate',
+      operationId: 'RotateApiKey',
+      maxBodyBytes: 1024,
+      handle: async (ctx) => {
+        const keyId = ctx.params['keyId'] ?? '';
+        const b = jsonBody(ctx);
+        const grace = b['graceSeconds'] ?? 0;
+        if (typeof grace !== 'number' || !Number.isInteger(grace) || grace < 0 || grace > 30 * 86_400) {
+          throw new DrisError('validation_failed', 'invalid rotation', { fields: [{ path: 'graceSeconds', code: 'out_of_range', message: 'must be an integer from 0 to 2592000' }] });
+        }
+        const created = await deps.keys.rotate(keyId, grace * 1000, ctx.correlationId);
+        deps.onKeyChanged(keyId);
+        return { status: 201, body: created };
+      },
+    }),
+  ];
+}
