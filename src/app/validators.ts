@@ -91,10 +91,11 @@ export function validateBulkEnvelope(value: unknown, maxItems: number): BulkEnve
   if (hasRecords) {
     const r = validateBulkA(value);
     if (!r.success) return { ok: false, errors: toFieldErrors(r.errors, '') };
-    if (r.data.records.length > maxItems) return { ok: false, errors: [{ path: 'records', code: 'invalid_count', message: `at most ${maxItems} records` }] };
+    if (r.data.records.length > maxItems || r.data.records.length < 1) return { ok: false, errors: [{ path: 'records', code: 'invalid_count', message: `must hold 1 to ${maxItems} records` }] };
     return { ok: true, form: 'A', tenantId: r.data.tenantId, items: r.data.records };
   }
   const r = validateBulkB(value);
   if (!r.success) return { ok: false, errors: toFieldErrors(r.errors, '') };
+  if (r.data.items.length > maxItems || r.data.items.length < 1) return { ok: false, errors: [{ path: 'items', code: 'invalid_count', message: `must hold 1 to ${maxItems} items` }] };
   return { ok: true, form: 'B', tenantId: null, items: r.data.items };
 }

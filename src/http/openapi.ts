@@ -139,8 +139,8 @@ export function buildOpenApi(version: string): Json {
       tags: ['Health'],
       security: [],
       responses: {
-        '200': { description: 'Every dependency is up.', content: { 'application/json': { schema: ref('HealthResponse') } } },
-        '503': { description: 'A dependency is down.', content: { 'application/json': { schema: ref('HealthResponse') } } },
+        '200': { description: 'Every dependency is up.', content: { 'application/json': { schema: ref('HealthReport') } } },
+        '503': { description: 'A dependency is down.', content: { 'application/json': { schema: ref('HealthReport') } } },
       },
     },
   };

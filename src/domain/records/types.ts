@@ -42,12 +42,13 @@ export interface IngestRecordRequest {
 /** Bulk form A: one tenant, many records. */
 export interface BulkIngestFormA {
   tenantId: TenantId;
-  records: IngestRecordRequest[];
+  /** Records of the tenant; each may omit tenantId (it is inherited) or repeat it. */
+  records: IngestRecordRequest[] & tags.MinItems<1> & tags.MaxItems<1000>;
 }
 
 /** Bulk form B: items each carrying their own tenantId. */
 export interface BulkIngestFormB {
-  items: IngestRecordRequest[];
+  items: IngestRecordRequest[] & tags.MinItems<1> & tags.MaxItems<1000>;
 }
 
 /** Record ingest response (HTTP 202). */

@@ -1,0 +1,174 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * Starts the real service (the compiled CLI, `dris serve`) as a child process with its own data
+ * directory and port, as an operator would, and talks to it over HTTP only.
+ */
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+/** dist/test/harness -> repository root */
+export const repoRoot = path.resolve(here, '..', '..', '..');
+export const cliPath = path.join(repoRoot, 'dist', 'src', 'cli', 'dris.js');
+
+const children = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of children) c.kill('SIGKILL');
+});
+
+export interface ServiceOptions {
+  readonly env?: Readonly<Record<string, string>>;
+  /** Reuse a data directory (restart after a crash). */
+  readonly dataDir?: string;
+}
+
+export interface ServiceHandle {
+  readonly url: string;
+  readonly port: number;
+  readonly dataDir: string;
+  readonly env: Readonly<Record<string, string>>;
+  readonly bootstrapKey: string;
+  readonly adminToken: string;
+  readonly logs: string[];
+  /** SIGTERM and wait. */
+  stop(): Promise<void>;
+  /** Sends a signal (SIGKILL by default) and waits for the exit. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  /** Stops (if running) and removes the data directory. */
+  dispose(): Promise<void>;
+}
+
+function waitExit(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+export async function startService(options: ServiceOptions = {}): Promise<ServiceHandle> {
+  const dataDir = options.dataDir ?? (await mkdtemp(path.join(tmpdir(), 'dris-svc-')));
+  const env: Record<string, string> = {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DRIS_DATA_DIR: dataDir,
+    DRIS_LOG_LEVEL: 'info',
+    ...(options.env ?? {}),
+  };
+  const childEnv: NodeJS.ProcessEnv = { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env };
+  const child = spawn(process.execPath, [cliPath, 'serve'], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  const logs: string[] = [];
+  const port = await new Promise<number>((resolve, reject) => {
+    let buf = '';
+    const timer = setTimeout(() => reject(new Error(`service did not start within 60 s:\n${logs.join('\n')}`)), 60_000);
+    const onLine = (line: string): void => {
+      logs.push(line);
+      if (logs.length > 5000) logs.shift();
+      try {
+        const rec = JSON.parse(line) as { msg?: string; port?: number };
+        if (rec.msg === 'listening' && typeof rec.port === 'number') {
+          clearTimeout(timer);
+          resolve(rec.port);
+        }
+      } catch {
+        // not a log line
+      }
+    };
+    child.stdout?.on('data', (d: Buffer) => {
+      buf += d.toString();
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        onLine(buf.slice(0, i));
+        buf = buf.slice(i + 1);
+      }
+    });
+    child.stderr?.on('data', (d: Buffer) => logs.push(d.toString()));
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`service exited (${code ?? signal}) before listening:\n${logs.join('\n')}`));
+    });
+  });
+  const bootstrap = JSON.parse(await readFile(path.join(dataDir, 'bootstrap-credentials.json'), 'utf8')) as { apiKey: string };
+  const adminToken = (await readFile(path.join(dataDir, 'admin-token'), 'utf8')).trim();
+  const kill = async (signal: NodeJS.Signals = 'SIGKILL'): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    await waitExit(child);
+  };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    dataDir,
+    env,
+    bootstrapKey: bootstrap.apiKey,
+    adminToken,
+    logs,
+    stop: () => kill('SIGTERM'),
+    kill,
+    async dispose() {
+      await kill('SIGTERM');
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface ApiAnswer<T = unknown> {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly body: T;
+  readonly text: string;
+}
+
+export async function request<T = Record<string, unknown>>(
+  svc: { url: string },
+  method: string,
+  route: string,
+  opts: { key?: string; body?: unknown; raw?: string | Buffer; headers?: Record<string, string> } = {},
+): Promise<ApiAnswer<T>> {
+  const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+  if (opts.key !== undefined) headers['x-api-key'] = opts.key;
+  let body: string | Buffer | undefined;
+  if (opts.raw !== undefined) body = opts.raw;
+  else if (opts.body !== undefined) body = JSON.stringify(opts.body);
+  if (body !== undefined && headers['content-type'] === undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(`${svc.url}${route}`, { method, headers, ...(body !== undefined ? { body } : {}) });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // not JSON
+  }
+  return { status: res.status, headers: res.headers, body: parsed as T, text };
+}
+
+export interface CreatedKey {
+  readonly apiKey: string;
+  readonly key: { keyId: string; tenantId: string; clientId: string; level: string };
+}
+
+export async function createKey(
+  svc: ServiceHandle,
+  input: { tenantId: string; clientId: string; level?: string; alsoTenants?: string[]; expiresAt?: string },
+): Promise<CreatedKey> {
+  const res = await request<CreatedKey>(svc, 'POST', '/admin/v1/keys', { body: input, headers: { authorization: `Bearer ${svc.adminToken}` } });
+  if (res.status !== 201) throw new Error(`key creation failed: ${res.status} ${res.text}`);
+  return res.body;
+}
+
+/** Polls until `check` returns a value that is not undefined, or fails after timeoutMs. */
+export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 30_000, everyMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms${last instanceof Error ? `: ${last.message}` : ''}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
