@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/config.js';
-import { DrisError, isDrisError } from '../errors/dris-error.js';
+import type { DrisError} from '../errors/dris-error.js';
+import { isDrisError } from '../errors/dris-error.js';
 import { setLogLevel } from '../util/logger.js';
 
 /**

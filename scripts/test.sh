@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The README's test command (after `npm ci`): ensures the servers the tests need, builds, lints,
+# then runs the unit, conformance and integration suites against real engines. Prints a closing
+# line `N passed, N failed`.
+#
+#   scripts/test.sh                      all suites
+#   scripts/test.sh unit conformance     only those folders of test/
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+suites=("$@")
+[ ${#suites[@]} -gt 0 ] || suites=(unit conformance integration)
+
+fail_setup() {
+  printf '%s\n' "setup failed: $*" >&2
+  echo "0 passed, 1 failed"
+  exit 1
+}
+
+# shellcheck source=scripts/tools.sh
+source scripts/tools.sh || fail_setup "tools.sh"
+set +e
+for s in "${suites[@]}"; do
+  if [ "$s" = integration ]; then
+    ensure_nats >/dev/null || fail_setup "nats-server"
+    ensure_redis >/dev/null || fail_setup "redis-server"
+  fi
+done
+
+if [ -f scripts/build-native.sh ]; then
+  if command -v cargo >/dev/null 2>&1; then
+    bash scripts/build-native.sh || fail_setup "native addon build"
+    export DRIS_REQUIRE_BACKENDS="${DRIS_REQUIRE_BACKENDS:-native,wasm,js}"
+  else
+    echo "cargo not found: the native hashing backend is not built; wasm and js are tested" >&2
+  fi
+fi
+
+npx tspc -p tsconfig.json || fail_setup "TypeScript build"
+npx eslint --max-warnings 0 . || fail_setup "lint"
+
+files=()
+for s in "${suites[@]}"; do
+  while IFS= read -r f; do files+=("$f"); done < <(find "dist/test/$s" -name '*.test.js' 2>/dev/null | sort)
+done
+[ ${#files[@]} -gt 0 ] || fail_setup "no test files under dist/test/{${suites[*]}}"
+
+log="$(mktemp)"
+npx tap --reporter=tap "${files[@]}" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+
+# tap's own summary is `# { total: N, pass: P, fail: F, ... }`; CI reads the plain line below.
+summary="$(grep -E '^# \{ total:' "$log" | tail -n 1)"
+rm -f "$log"
+pass="$(printf '%s' "$summary" | sed -nE 's/.*pass: ([0-9]+).*/\1/p')"
+failed="$(printf '%s' "$summary" | sed -nE 's/.*fail: ([0-9]+).*/\1/p')"
+pass="${pass:-0}"
+failed="${failed:-0}"
+if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
+echo "$pass passed, $failed failed"
+exit "$status"
