@@ -23,6 +23,8 @@ export interface ServiceOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** Reuse a data directory (restart after a crash). */
   readonly dataDir?: string;
+  /** Pin the service to these CPUs with taskset (benchmarks). */
+  readonly pinCpu?: string | undefined;
 }
 
 export interface ServiceHandle {
@@ -56,7 +58,9 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     ...(options.env ?? {}),
   };
   const childEnv: NodeJS.ProcessEnv = { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env };
-  const child = spawn(process.execPath, [cliPath, 'serve'], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const argv = [process.execPath, cliPath, 'serve'];
+  const cmd = options.pinCpu === undefined ? argv : ['taskset', '-c', options.pinCpu, ...argv];
+  const child = spawn(cmd[0] as string, cmd.slice(1), { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   child.once('exit', () => children.delete(child));
   const logs: string[] = [];

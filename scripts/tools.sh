@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Test and runtime servers dris needs beside Node: ensured once per machine into a cache outside the
+# clone, so a fresh clone, `git clean` and CI reuse one build.
+#
+#   source scripts/tools.sh && ensure_nats     # defines the functions; call what you need
+#   scripts/tools.sh nats redis                # ensures them and prints one binary path per line
+#
+# DRIS_TOOLS_DIR overrides the cache (default ~/.cache/dris-tools). Status goes to stderr so that
+# stdout carries only the paths.
+set -euo pipefail
+
+DRIS_TOOLS_DIR="${DRIS_TOOLS_DIR:-$HOME/.cache/dris-tools}"
+DRIS_NATS_VERSION="${DRIS_NATS_VERSION:-v2.12.15}"
+
+_tools_log() { printf 'tools: %s\n' "$*" >&2; }
+_tools_die() { printf 'tools: error: %s\n' "$*" >&2; return 1; }
+
+# Runs a command as root: directly, through sudo, or not at all.
+_tools_as_root() {
+  if [ "$(id -u)" -eq 0 ]; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo "$@"
+  else
+    _tools_die "need root to run '$*' (no sudo available); install it yourself and re-run"
+  fi
+}
+
+# nats-server built from source with Go: Debian's 2.9 lacks `sync_interval`, which dris needs so
+# that a publish acknowledgement (and hence a 202) means the record is on disk.
+ensure_nats() {
+  local bin="$DRIS_TOOLS_DIR/bin/nats-server"
+  if [ -x "$bin" ] && [ "$("$bin" --version 2>/dev/null || true)" = "nats-server: $DRIS_NATS_VERSION" ]; then
+    printf '%s\n' "$bin"
+    return 0
+  fi
+  local go_bin
+  go_bin="$(command -v go || true)"
+  if [ -z "$go_bin" ] && [ -x /usr/local/go/bin/go ]; then go_bin=/usr/local/go/bin/go; fi
+  if [ -z "$go_bin" ]; then
+    _tools_die "Go is required to build nats-server $DRIS_NATS_VERSION (https://go.dev/dl/); Debian's golang package is too old"
+    return 1
+  fi
+  _tools_log "building nats-server $DRIS_NATS_VERSION into $DRIS_TOOLS_DIR/bin (one-off, about a minute)"
+  mkdir -p "$DRIS_TOOLS_DIR/bin"
+  # GOTOOLCHAIN=auto lets an older local Go fetch the toolchain the nats-server module asks for.
+  GOBIN="$DRIS_TOOLS_DIR/bin" GOTOOLCHAIN="${GOTOOLCHAIN:-auto}" GOFLAGS="${GOFLAGS:-} -trimpath" \
+    "$go_bin" install "github.com/nats-io/nats-server/v2@$DRIS_NATS_VERSION" >&2
+  if [ "$("$bin" --version 2>/dev/null || true)" != "nats-server: $DRIS_NATS_VERSION" ]; then
+    _tools_die "built $bin does not report $DRIS_NATS_VERSION"
+    return 1
+  fi
+  printf '%s\n' "$bin"
+}
+
+# redis-server from the distribution (7.0 on Debian 12 is recent enough: dris needs Lua scripts and
+# SET NX PX only). Tests start their own instances on their own ports.
+ensure_redis() {
+  local bin
+  bin="$(command -v redis-server || true)"
+  if [ -n "$bin" ]; then
+    printf '%s\n' "$bin"
+    return 0
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    _tools_die "redis-server not found and apt-get is unavailable; install Redis >= 6.2 and put redis-server on PATH"
+    return 1
+  fi
+  _tools_log "installing redis-server with apt-get"
+  # The package's maintainer scripts would start a system service on port 6379 that nothing of dris
+  # uses; a policy-rc.d answering 101 ("action forbidden") keeps it stopped, and is removed again.
+  local policy=/usr/sbin/policy-rc.d added_policy=0
+  if [ ! -e "$policy" ]; then
+    if _tools_as_root sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 0755 $policy"; then
+      added_policy=1
+    fi
+  fi
+  local rc=0
+  _tools_as_root apt-get update >&2 || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    _tools_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server >&2 || rc=$?
+  fi
+  if [ "$added_policy" -eq 1 ]; then _tools_as_root rm -f "$policy" || true; fi
+  if [ "$rc" -ne 0 ]; then
+    _tools_die "apt-get install redis-server failed (exit $rc)"
+    return 1
+  fi
+  bin="$(command -v redis-server || true)"
+  if [ -z "$bin" ] && [ -x /usr/bin/redis-server ]; then bin=/usr/bin/redis-server; fi
+  if [ -z "$bin" ]; then
+    _tools_die "redis-server still not found after installing it"
+    return 1
+  fi
+  printf '%s\n' "$bin"
+}
+
+# Reserved: ensure_kubo will build Kubo (IPFS) with Go the same way once the IPFS adapter needs it.
+
+_tools_main() {
+  if [ "$#" -eq 0 ]; then
+    printf 'usage: %s nats|redis ...\n' "$0" >&2
+    return 2
+  fi
+  local tool
+  for tool in "$@"; do
+    case "$tool" in
+      nats) ensure_nats ;;
+      redis) ensure_redis ;;
+      *) _tools_die "unknown tool '$tool' (known: nats, redis)"; return 2 ;;
+    esac
+  done
+}
+
+# Executed (not sourced): run the requested tools.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  _tools_main "$@"
+fi

@@ -1,0 +1,156 @@
+import {
+  ClickHouseLogLevel,
+  createClient,
+  type ClickHouseClient,
+  type ErrorLogParams,
+  type Logger as ClientLogger,
+  type WarnLogParams,
+} from '@clickhouse/client';
+import { DrisError, type DrisErrorCode } from '../../errors/dris-error.js';
+import { componentLogger } from '../../util/logger.js';
+import { ClickHouseRecordIndex, type ClickHouseRecordIndexOptions } from './clickhouse-record-index.js';
+import type { SqlParams, SqlRunner } from './sql-runner.js';
+
+/**
+ * Hot index on a ClickHouse server, through @clickhouse/client over HTTP. Same SQL and logic as
+ * the embedded engine; values go as `query_params`.
+ */
+
+export interface ClickHouseIndexOptions extends ClickHouseRecordIndexOptions {
+  /** e.g. `http://127.0.0.1:8123` (CLICKHOUSE_URL). */
+  readonly url: string;
+  readonly username?: string;
+  readonly password?: string;
+  /** Per request, milliseconds. Default 30 s. */
+  readonly requestTimeoutMs?: number;
+  /** Sockets kept open to the server. Default 10. */
+  readonly maxOpenConnections?: number;
+}
+
+export class ClickHouseIndex extends ClickHouseRecordIndex {
+  /** `runner` replaces the HTTP client (tests). */
+  constructor(options: ClickHouseIndexOptions, runner: SqlRunner = new ClickHouseClientRunner(options)) {
+    super(runner, options);
+  }
+}
+
+/** Socket-level failures: the server is not reachable or went away. */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'ETIMEDOUT',
+  'UND_ERR_SOCKET',
+]);
+
+/**
+ * ClickHouse server error codes (numeric, sent as strings) that mean "not now" or "not us" rather
+ * than a wrong statement.
+ */
+const SERVER_UNAVAILABLE = new Set([
+  '202', // TOO_MANY_SIMULTANEOUS_QUERIES
+  '203', // NO_FREE_CONNECTION
+  '209', // SOCKET_TIMEOUT
+  '210', // NETWORK_ERROR
+  '241', // MEMORY_LIMIT_EXCEEDED
+  '242', // TABLE_IS_READ_ONLY
+  '252', // TOO_MANY_PARTS
+  '516', // AUTHENTICATION_FAILED
+  '999', // KEEPER_EXCEPTION
+]);
+const SERVER_TIMEOUT = new Set(['159', '160']); // TIMEOUT_EXCEEDED, TOO_SLOW
+
+function errorCodeOf(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : typeof code === 'number' ? String(code) : undefined;
+}
+
+export function translateClickHouseError(err: unknown, what: string, keepCause: boolean): DrisError {
+  if (err instanceof DrisError) return err;
+  let code: DrisErrorCode = 'internal_error';
+  const own = errorCodeOf(err);
+  const causeCode = errorCodeOf((err as { cause?: unknown } | null)?.cause);
+  const message = err instanceof Error ? err.message : '';
+  if (own !== undefined && SERVER_TIMEOUT.has(own)) code = 'timeout';
+  else if (own !== undefined && SERVER_UNAVAILABLE.has(own)) code = 'dependency_unavailable';
+  else if ((own !== undefined && NETWORK_CODES.has(own)) || (causeCode !== undefined && NETWORK_CODES.has(causeCode))) {
+    code = 'dependency_unavailable';
+  } else if (message === 'Timeout error.') code = 'timeout'; // the client's request_timeout
+  else if (/socket hang up/i.test(message)) code = 'dependency_unavailable';
+  // An insert's server message can quote the offending row, payload included: keep only codes.
+  const cause = keepCause ? err : new Error(`ClickHouse error ${own ?? 'without code'}`);
+  return new DrisError(code, `ClickHouse hot index: ${what} failed`, { cause });
+}
+
+/**
+ * The client's own log lines go to our logger with its message and the error's code only: its
+ * arguments and error texts can carry statement text and, for inserts, row data.
+ */
+class ClientLog implements ClientLogger {
+  static readonly #log = componentLogger('clickhouse-client');
+  trace(): void {}
+  debug(): void {}
+  info(): void {}
+  warn({ module, message, err }: WarnLogParams): void {
+    ClientLog.#log.warn({ module, code: errorCodeOf(err) }, message);
+  }
+  error({ module, message, err }: ErrorLogParams): void {
+    ClientLog.#log.warn({ module, code: errorCodeOf(err) ?? errorCodeOf(err.cause) }, message);
+  }
+}
+
+export class ClickHouseClientRunner implements SqlRunner {
+  readonly #client: ClickHouseClient;
+
+  constructor(options: ClickHouseIndexOptions) {
+    // No `database` here: the client would send it with every request, and requests fail while
+    // the database does not exist yet, migrate() included. Statements name their database.
+    this.#client = createClient({
+      url: options.url,
+      ...(options.username === undefined ? {} : { username: options.username }),
+      ...(options.password === undefined ? {} : { password: options.password }),
+      request_timeout: options.requestTimeoutMs ?? 30_000,
+      max_open_connections: options.maxOpenConnections ?? 10,
+      application: 'dris',
+      log: { LoggerClass: ClientLog, level: ClickHouseLogLevel.WARN },
+    });
+  }
+
+  async exec(sql: string, params?: SqlParams): Promise<void> {
+    try {
+      await this.#client.command({ query: sql, ...(params === undefined ? {} : { query_params: params }) });
+    } catch (err) {
+      throw translateClickHouseError(err, 'statement', true);
+    }
+  }
+
+  async query<T>(sql: string, params?: SqlParams): Promise<T[]> {
+    try {
+      const result = await this.#client.query({
+        query: sql,
+        format: 'JSONEachRow',
+        ...(params === undefined ? {} : { query_params: params }),
+      });
+      return await result.json<T>();
+    } catch (err) {
+      throw translateClickHouseError(err, 'query', true);
+    }
+  }
+
+  async insertJsonEachRow(table: string, rows: readonly object[]): Promise<void> {
+    if (rows.length === 0) return;
+    try {
+      await this.#client.insert({ table, values: rows, format: 'JSONEachRow' });
+    } catch (err) {
+      throw translateClickHouseError(err, 'insert', false);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#client.close();
+  }
+}

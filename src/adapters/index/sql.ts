@@ -1,0 +1,331 @@
+/**
+ * SQL of the hot index, shared verbatim by the embedded engine (chDB) and a ClickHouse server
+ * (@clickhouse/client). Every value travels as a server-side parameter (`{name:Type}`); the only
+ * text ever spliced into a statement is the database identifier, validated once by
+ * `databaseIdentifier`, and fixed fragments chosen by code.
+ *
+ * Schema design
+ * -------------
+ * records (ReplacingMergeTree(row_version), ORDER BY (tenant_id, accepted_at, ingest_id))
+ *   - GET /records filters by tenant and an acceptedAt range and pages by (acceptedAt, ingestId),
+ *     which is exactly the sorting key, so a page is a key-range read in order.
+ *   - The sorting key is also the replacing key. A redelivered record carries the same tenant,
+ *     acceptedAt and ingestId (they are fixed at acceptance), so even a lost race between two
+ *     indexers collapses into one row at merge time and FINAL hides the second one before that.
+ *     The indexer's look-up of existing ingest ids keeps the stored row count exact as well.
+ *   - Lifecycle columns (snapshot_id, batch_id, leaf_index, tree_size, merkle_proof, status,
+ *     chain_tx_hash) are written by re-inserting the whole row with a higher row_version; the
+ *     highest version wins. Versions: 1 at ingestion (ROW_VERSION_INGESTED); the pipeline's batch
+ *     assignment writes a higher one. It can do so without the row passing through JS:
+ *       INSERT INTO records SELECT * REPLACE (... AS snapshot_id, ..., <v> AS row_version)
+ *       FROM records FINAL WHERE tenant_id = ... AND ingest_id IN ...
+ *     One flush is one batch (DECISIONS), so snapshot, batch, leaf index and proof are all known
+ *     at once and a record is rewritten once in its life. The snapshot's later transitions
+ *     (Batched, Anchored, Failed) belong in a `snapshots` table keyed by snapshot_id and joined at
+ *     read time: rewriting 1000 record rows per snapshot transition would multiply writes. The
+ *     `status` and `chain_tx_hash` columns here hold the values as of the record's last rewrite.
+ *   - Bloom-filter skip indexes serve the look-ups that are not key prefixes: record_id (verify
+ *     and timeline by record), snapshot_id and batch_id (filters, proofs), record_hash and
+ *     payload_hash (verify by hash), ingest_id (idempotency checks over wide time ranges).
+ *   - PARTITION BY month of accepted_at: accepted_at is in the replacing key, so all versions of a
+ *     row share a partition (ReplacingMergeTree only collapses within one).
+ *   - payload (canonical JSON text) and merkle_proof are ZSTD-compressed: they are most of the
+ *     bytes and are read only by point look-ups.
+ *
+ *   - fsync_after_insert: the indexer acknowledges queue messages once their insert returns, so
+ *     the insert must be on disk, not in the page cache, by then. Group commit makes that one
+ *     fsync per few thousand rows. The same holds for keys (a revocation) and the audit trail.
+ *
+ * api_keys (ReplacingMergeTree(updated_at), ORDER BY key_id): a key is replaced as a whole
+ *   (revocation and rotation re-put it) with a strictly increasing updated_at; reads use FINAL.
+ *
+ * audit_events (MergeTree, append-only, ORDER BY (tenant_id, at, event_id)): nothing updates an
+ *   entry. An append retried after an ambiguous failure may store an event twice; reads collapse
+ *   it with LIMIT 1 BY event_id, so the trail lists every event exactly once.
+ *
+ * schema_migrations (ReplacingMergeTree, ORDER BY version): one row per applied migration.
+ *   Every migration statement is idempotent (IF NOT EXISTS), so a crash between a statement and
+ *   its bookkeeping row, or two processes migrating at once, only repeats harmless work.
+ *
+ * Tables that later work adds as further migrations, beside records: snapshots (status,
+ * snapshot_hash, batch_id, record_count; ReplacingMergeTree by snapshot_id with a version),
+ * batches (batch_seq, merkle_root, manifest CID, transaction, block; ReplacingMergeTree by
+ * batch_id), snapshot_lifecycle (append-only: snapshot_id, state, at, reason, attempt) and
+ * verifications (append-only history: verification_id, at, tenant, key, record identity, mode,
+ * outcome, reason).
+ */
+
+/** The version an indexer writes; every later rewrite of a record row uses a higher one. */
+export const ROW_VERSION_INGESTED = 1;
+
+export const DEFAULT_DATABASE = 'dris';
+
+/** Largest page any query returns, whatever the caller asks for. */
+export const MAX_PAGE_LIMIT = 1000;
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/** The database name is the one identifier spliced into SQL text, so it must be a plain word. */
+export function databaseIdentifier(name: string): string {
+  if (!IDENTIFIER.test(name)) {
+    throw new TypeError(`invalid ClickHouse database name ${JSON.stringify(name)}: use letters, digits and _`);
+  }
+  return name;
+}
+
+export interface Migration {
+  /** Applied in ascending order; never renumbered once released. */
+  readonly version: number;
+  readonly name: string;
+  /** One idempotent statement. */
+  readonly sql: string;
+}
+
+/** Statements run before the migration list itself can be consulted. */
+export function bootstrapSql(db: string): readonly string[] {
+  return [
+    `CREATE DATABASE IF NOT EXISTS ${db}`,
+    `CREATE TABLE IF NOT EXISTS ${db}.schema_migrations
+(
+    version    UInt32,
+    name       String,
+    applied_at DateTime64(3, 'UTC') DEFAULT now64(3)
+)
+ENGINE = ReplacingMergeTree
+ORDER BY version`,
+  ];
+}
+
+export function migrations(db: string): readonly Migration[] {
+  return [
+    {
+      version: 1,
+      name: 'create records',
+      sql: `CREATE TABLE IF NOT EXISTS ${db}.records
+(
+    tenant_id        LowCardinality(String),
+    accepted_at      DateTime64(3, 'UTC'),
+    ingest_id        String,
+    client_id        LowCardinality(String),
+    key_id           String,
+    database         String,
+    collection       String,
+    record_id        String,
+    record_version   String,
+    operation_type   LowCardinality(String),
+    source_timestamp Nullable(String),
+    hash_scheme      LowCardinality(String),
+    payload_hash     String,
+    record_hash      String,
+    salt             String,
+    payload          String CODEC(ZSTD(3)),
+    idempotency_key  Nullable(String),
+    correlation_id   String,
+    snapshot_id      Nullable(String),
+    batch_id         Nullable(String),
+    leaf_index       Nullable(UInt32),
+    tree_size        Nullable(UInt32),
+    merkle_proof     Array(String) CODEC(ZSTD(3)),
+    status           LowCardinality(String) DEFAULT 'Ingested',
+    chain_tx_hash    Nullable(String),
+    row_version      UInt64,
+    indexed_at       DateTime64(3, 'UTC') DEFAULT now64(3),
+    INDEX idx_record_id    record_id    TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_snapshot_id  snapshot_id  TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_batch_id     batch_id     TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_record_hash  record_hash  TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_payload_hash payload_hash TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_ingest_id    ingest_id    TYPE bloom_filter(0.01) GRANULARITY 1
+)
+ENGINE = ReplacingMergeTree(row_version)
+PARTITION BY toYYYYMM(accepted_at)
+ORDER BY (tenant_id, accepted_at, ingest_id)
+SETTINGS fsync_after_insert = 1, fsync_part_directory = 1`,
+    },
+    {
+      version: 2,
+      name: 'create api_keys',
+      sql: `CREATE TABLE IF NOT EXISTS ${db}.api_keys
+(
+    key_id       String,
+    tenant_id    String,
+    client_id    String,
+    level        LowCardinality(String),
+    secret_hash  String,
+    created_at   DateTime64(3, 'UTC'),
+    expires_at   Nullable(DateTime64(3, 'UTC')),
+    revoked_at   Nullable(DateTime64(3, 'UTC')),
+    also_tenants Array(String),
+    rotated_from Nullable(String),
+    updated_at   DateTime64(6, 'UTC')
+)
+ENGINE = ReplacingMergeTree(updated_at)
+ORDER BY key_id
+SETTINGS fsync_after_insert = 1, fsync_part_directory = 1`,
+    },
+    {
+      version: 3,
+      name: 'create audit_events',
+      sql: `CREATE TABLE IF NOT EXISTS ${db}.audit_events
+(
+    tenant_id      LowCardinality(String),
+    at             DateTime64(3, 'UTC'),
+    event_id       String,
+    client_id      String,
+    key_id         String,
+    action         LowCardinality(String),
+    resource       String,
+    outcome        LowCardinality(String),
+    correlation_id String,
+    detail         String CODEC(ZSTD(3)),
+    INDEX idx_action    action    TYPE set(256)          GRANULARITY 1,
+    INDEX idx_key_id    key_id    TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_client_id client_id TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_resource  resource  TYPE bloom_filter(0.01) GRANULARITY 1
+)
+ENGINE = MergeTree
+PARTITION BY toYYYYMM(at)
+ORDER BY (tenant_id, at, event_id)
+SETTINGS fsync_after_insert = 1, fsync_part_directory = 1`,
+    },
+  ];
+}
+
+/** Table names qualified with the database, for inserts. */
+export function tables(db: string): { records: string; apiKeys: string; auditEvents: string; schemaMigrations: string } {
+  return {
+    records: `${db}.records`,
+    apiKeys: `${db}.api_keys`,
+    auditEvents: `${db}.audit_events`,
+    schemaMigrations: `${db}.schema_migrations`,
+  };
+}
+
+/** Filters a records query may carry; each adds one fixed predicate with its own parameter. */
+export interface RecordFilterSet {
+  readonly database: boolean;
+  readonly collection: boolean;
+  readonly recordId: boolean;
+  readonly snapshotId: boolean;
+  readonly from: boolean;
+  readonly to: boolean;
+  readonly cursor: boolean;
+}
+
+/** Filters an audit query may carry. */
+export interface AuditFilterSet {
+  readonly action: boolean;
+  readonly keyId: boolean;
+  readonly clientId: boolean;
+  readonly from: boolean;
+  readonly to: boolean;
+  readonly cursor: boolean;
+}
+
+/** Statements of one database, built once per adapter. */
+export interface IndexSql {
+  readonly db: string;
+  readonly bootstrap: readonly string[];
+  readonly migrations: readonly Migration[];
+  readonly tables: ReturnType<typeof tables>;
+  /** Params: none. Row: { version }. */
+  readonly appliedVersions: string;
+  /** Params: version UInt32, name String. */
+  readonly recordMigration: string;
+  /** Params: tenants Array(String), ids Array(String), fromMs Int64, toMs Int64. Row: { tenant_id, ingest_id }. */
+  readonly existingIngestIds: string;
+  /** Params: tenantId, the present filters, limit UInt32. Rows: RecordSummaryRow. */
+  queryRecords(filters: RecordFilterSet): string;
+  /** Params: keyId String. Rows: ApiKeyRow. */
+  readonly getKey: string;
+  /** Params: none, or tenantId String. Rows: ApiKeyRow. */
+  listKeys(byTenant: boolean): string;
+  /** Row: { n }. */
+  readonly countKeys: string;
+  /** Params: tenantId, the present filters, limit UInt32. Rows: AuditEventRow. */
+  queryAudit(filters: AuditFilterSet): string;
+  /** Row: { ok }. */
+  readonly ping: string;
+}
+
+const RECORD_SUMMARY_COLUMNS = `ingest_id, tenant_id, client_id, database, collection, record_id, record_version,
+       operation_type, source_timestamp, toUnixTimestamp64Milli(accepted_at) AS accepted_at_ms,
+       payload_hash, record_hash, salt, hash_scheme, status, snapshot_id, batch_id, chain_tx_hash`;
+
+const API_KEY_COLUMNS = `key_id, tenant_id, client_id, level, secret_hash,
+       toUnixTimestamp64Milli(created_at) AS created_at_ms,
+       toUnixTimestamp64Milli(expires_at) AS expires_at_ms,
+       toUnixTimestamp64Milli(revoked_at) AS revoked_at_ms,
+       also_tenants, rotated_from`;
+
+const AUDIT_COLUMNS = `event_id, toUnixTimestamp64Milli(at) AS at_ms, tenant_id, client_id, key_id, action, resource,
+       outcome, correlation_id, detail`;
+
+export function buildSql(database: string): IndexSql {
+  const db = databaseIdentifier(database);
+  const t = tables(db);
+  return {
+    db,
+    bootstrap: bootstrapSql(db),
+    migrations: migrations(db),
+    tables: t,
+    appliedVersions: `SELECT version FROM ${t.schemaMigrations} FINAL ORDER BY version`,
+    recordMigration: `INSERT INTO ${t.schemaMigrations} (version, name) VALUES ({version:UInt32}, {name:String})`,
+    // No FINAL: any stored version of a row proves the record is indexed.
+    existingIngestIds: `SELECT DISTINCT tenant_id, ingest_id
+FROM ${t.records}
+WHERE tenant_id IN {tenants:Array(String)}
+  AND accepted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
+  AND accepted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
+  AND ingest_id IN {ids:Array(String)}`,
+    queryRecords(f: RecordFilterSet): string {
+      const where = ['tenant_id = {tenantId:String}'];
+      if (f.database) where.push('database = {database:String}');
+      if (f.collection) where.push('collection = {collection:String}');
+      if (f.recordId) where.push('record_id = {recordId:String}');
+      if (f.snapshotId) where.push('snapshot_id = {snapshotId:String}');
+      if (f.from) where.push(`accepted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')`);
+      if (f.to) where.push(`accepted_at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')`);
+      if (f.cursor) {
+        // The first predicate alone is a key range the engine can prune with; the second is exact.
+        where.push(`accepted_at >= fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC')`);
+        where.push(
+          `(accepted_at > fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC') OR ingest_id > {afterId:String})`,
+        );
+      }
+      return `SELECT ${RECORD_SUMMARY_COLUMNS}
+FROM ${t.records} FINAL
+WHERE ${where.join('\n  AND ')}
+ORDER BY accepted_at, ingest_id
+LIMIT {limit:UInt32}`;
+    },
+    getKey: `SELECT ${API_KEY_COLUMNS}
+FROM ${t.apiKeys} FINAL
+WHERE key_id = {keyId:String}`,
+    listKeys(byTenant: boolean): string {
+      return `SELECT ${API_KEY_COLUMNS}
+FROM ${t.apiKeys} FINAL
+${byTenant ? 'WHERE tenant_id = {tenantId:String}\n' : ''}ORDER BY created_at DESC, key_id DESC`;
+    },
+    countKeys: `SELECT count() AS n FROM ${t.apiKeys} FINAL`,
+    queryAudit(f: AuditFilterSet): string {
+      const where = ['tenant_id = {tenantId:String}'];
+      if (f.action) where.push('action = {action:String}');
+      if (f.keyId) where.push('key_id = {keyId:String}');
+      if (f.clientId) where.push('client_id = {clientId:String}');
+      if (f.from) where.push(`at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')`);
+      if (f.to) where.push(`at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')`);
+      if (f.cursor) {
+        where.push(`at <= fromUnixTimestamp64Milli({beforeMs:Int64}, 'UTC')`);
+        where.push(`(at < fromUnixTimestamp64Milli({beforeMs:Int64}, 'UTC') OR event_id < {beforeId:String})`);
+      }
+      return `SELECT ${AUDIT_COLUMNS}
+FROM ${t.auditEvents}
+WHERE ${where.join('\n  AND ')}
+ORDER BY at DESC, event_id DESC
+LIMIT 1 BY event_id
+LIMIT {limit:UInt32}`;
+    },
+    ping: 'SELECT 1 AS ok',
+  };
+}

@@ -1,0 +1,54 @@
+import type { Page } from '../records/types.js';
+
+/**
+ * Audit trail (SPEC "Audit and compliance"): ingestions, verifications, retries, key provisioning
+ * and revocation, evidence access decisions. Append-only: nothing in dris updates or deletes an
+ * entry, and the API exposes reads only.
+ */
+
+/** One audited action and who did it. */
+export interface AuditEvent {
+  /** Unique per event; an event appended twice (a retried append) is listed once. */
+  readonly eventId: string;
+  /** When the action happened, epoch milliseconds. */
+  readonly atMs: number;
+  /** Tenant whose trail holds the event. */
+  readonly tenantId: string;
+  /** Actor: client and key; empty strings for operator actions outside any key (e.g. the CLI). */
+  readonly clientId: string;
+  readonly keyId: string;
+  /** Dotted verb, e.g. `record.ingest`, `key.create`, `key.revoke`, `verify.record`. */
+  readonly action: string;
+  /** What was acted on, e.g. `record:<ingestId>`, `key:<keyId>`, `snapshot:<id>`. */
+  readonly resource: string;
+  /** e.g. `success`, `denied`, `failure`, or a verification status. */
+  readonly outcome: string;
+  readonly correlationId: string;
+  /** Small structured context; never a payload, a key or a secret. */
+  readonly detail?: Readonly<Record<string, unknown>>;
+}
+
+export interface AuditQuery {
+  readonly tenantId: string;
+  readonly action?: string;
+  /** Actor filters. */
+  readonly keyId?: string;
+  readonly clientId?: string;
+  /** at >= fromMs (inclusive), epoch milliseconds. */
+  readonly fromMs?: number;
+  /** at < toMs (exclusive), epoch milliseconds. */
+  readonly toMs?: number;
+  readonly limit: number;
+  /** Opaque cursor from a previous page. */
+  readonly cursor?: string;
+}
+
+export interface AuditLog {
+  /**
+   * Appends events; resolves once they are stored. Events of concurrent calls may be written
+   * together in one insert.
+   */
+  append(events: readonly AuditEvent[]): Promise<void>;
+  /** Newest first (at, then eventId, descending). */
+  query(query: AuditQuery): Promise<Page<AuditEvent>>;
+}

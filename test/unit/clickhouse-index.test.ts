@@ -1,0 +1,432 @@
+import { createServer } from 'node:net';
+import t from 'tap';
+import { ClickHouseIndex, translateClickHouseError } from '../../src/adapters/index/clickhouse-index.js';
+import { decodeCursor, encodeCursor } from '../../src/adapters/index/clickhouse-record-index.js';
+import { GroupCommit } from '../../src/adapters/index/group-commit.js';
+import type { SqlParams, SqlRunner } from '../../src/adapters/index/sql-runner.js';
+import type { AcceptedRecord } from '../../src/domain/records/types.js';
+import { DrisError } from '../../src/errors/dris-error.js';
+import { setLogLevel } from '../../src/util/logger.js';
+
+setLogLevel('silent');
+
+type Call =
+  | { kind: 'exec'; sql: string; params: SqlParams | undefined }
+  | { kind: 'query'; sql: string; params: SqlParams | undefined }
+  | { kind: 'insert'; table: string; rows: readonly object[] };
+
+/** A SqlRunner that records calls and answers queries from a handler. */
+class FakeRunner implements SqlRunner {
+  readonly calls: Call[] = [];
+  onQuery: (sql: string, params: SqlParams | undefined) => unknown[] = () => [];
+  onInsert: (table: string, rows: readonly object[]) => void = () => undefined;
+  closed = false;
+
+  exec(sql: string, params?: SqlParams): Promise<void> {
+    this.calls.push({ kind: 'exec', sql, params });
+    return Promise.resolve();
+  }
+  query<T>(sql: string, params?: SqlParams): Promise<T[]> {
+    this.calls.push({ kind: 'query', sql, params });
+    // A throwing handler becomes a rejection, as a real runner's failure would.
+    return new Promise((resolve) => {
+      resolve(this.onQuery(sql, params) as T[]);
+    });
+  }
+  insertJsonEachRow(table: string, rows: readonly object[]): Promise<void> {
+    this.calls.push({ kind: 'insert', table, rows });
+    return new Promise((resolve) => {
+      this.onInsert(table, rows);
+      resolve();
+    });
+  }
+  close(): Promise<void> {
+    this.closed = true;
+    return Promise.resolve();
+  }
+  of<K extends Call['kind']>(kind: K): Extract<Call, { kind: K }>[] {
+    return this.calls.filter((c): c is Extract<Call, { kind: K }> => c.kind === kind);
+  }
+}
+
+const OPTIONS = { url: 'http://127.0.0.1:1' } as const;
+const BASE_MS = Date.parse('2025-03-01T10:00:00.000Z');
+
+let seq = 0;
+function record(tenantId: string, atMs = BASE_MS): AcceptedRecord {
+  seq += 1;
+  return {
+    hashScheme: 'dris-v1',
+    tenantId,
+    database: 'crm',
+    collection: 'customers',
+    recordId: `rec-${seq}`,
+    recordVersion: '1',
+    operationType: 'upsert',
+    sourceTimestamp: null,
+    payloadHash: 'a'.repeat(64),
+    salt: 'b'.repeat(32),
+    ingestId: `ing-${seq}`,
+    clientId: 'app',
+    keyId: 'key',
+    recordHash: 'c'.repeat(64),
+    acceptedAt: new Date(atMs).toISOString(),
+    payload: '{"a":1}',
+    idempotencyKey: null,
+    correlationId: 'corr',
+  };
+}
+
+void t.test('migrate applies missing migrations in order, then only bootstraps', async (t) => {
+  const runner = new FakeRunner();
+  const index = new ClickHouseIndex({ ...OPTIONS, database: 'dris_test' }, runner);
+  await index.migrate();
+  const execs = runner.of('exec');
+  t.match(execs[0]?.sql, /^CREATE DATABASE IF NOT EXISTS dris_test$/);
+  t.match(execs[1]?.sql, /CREATE TABLE IF NOT EXISTS dris_test\.schema_migrations/);
+  t.match(execs[2]?.sql, /CREATE TABLE IF NOT EXISTS dris_test\.records/);
+  t.same(execs[3]?.params, { version: 1, name: 'create records' });
+  t.match(execs[4]?.sql, /CREATE TABLE IF NOT EXISTS dris_test\.api_keys/);
+  t.same(execs[5]?.params, { version: 2, name: 'create api_keys' });
+  t.match(execs[6]?.sql, /CREATE TABLE IF NOT EXISTS dris_test\.audit_events/);
+  t.same(execs[7]?.params, { version: 3, name: 'create audit_events' });
+  t.equal(execs.length, 8);
+
+  const again = new FakeRunner();
+  // A server answers 64-bit integers as strings.
+  again.onQuery = () => [{ version: '1' }, { version: '2' }, { version: '3' }, { version: '4' }];
+  await new ClickHouseIndex(OPTIONS, again).migrate();
+  t.equal(again.of('exec').length, 2);
+});
+
+void t.test('a database name that is not a plain identifier is refused', (t) => {
+  t.throws(() => new ClickHouseIndex({ ...OPTIONS, database: 'dris; DROP TABLE x' }, new FakeRunner()), TypeError);
+  t.end();
+});
+
+void t.test('insertRecords: one look-up, inserts only missing records, values never in SQL', async (t) => {
+  const runner = new FakeRunner();
+  const index = new ClickHouseIndex(OPTIONS, runner);
+  const tenant = "t'; DROP TABLE records; --";
+  const recs = [record(tenant, BASE_MS + 5), record(tenant, BASE_MS + 1), record('other', BASE_MS + 9)];
+  const present = recs[1];
+  if (present === undefined) throw new Error('fixture');
+  runner.onQuery = () => [{ tenant_id: present.tenantId, ingest_id: present.ingestId }];
+  await Promise.all(recs.map((r) => index.insertRecords([r])));
+
+  const queries = runner.of('query');
+  t.equal(queries.length, 1);
+  t.same(queries[0]?.params, {
+    tenants: [tenant, 'other'],
+    ids: recs.map((r) => r.ingestId),
+    fromMs: BASE_MS + 1,
+    toMs: BASE_MS + 9,
+  });
+  const inserts = runner.of('insert');
+  t.equal(inserts.length, 1);
+  t.equal(inserts[0]?.table, 'dris.records');
+  t.same(
+    inserts[0]?.rows.map((r) => (r as { ingest_id: string }).ingest_id),
+    [recs[0]?.ingestId, recs[2]?.ingestId],
+  );
+  t.match(inserts[0]?.rows[0], {
+    tenant_id: tenant,
+    accepted_at: '2025-03-01 10:00:00.005',
+    row_version: 1,
+    status: 'Ingested',
+    snapshot_id: null,
+    merkle_proof: [],
+    payload: '{"a":1}',
+  });
+  for (const c of runner.calls) if (c.kind !== 'insert') t.notOk(c.sql.includes(tenant));
+  t.same(index.stats(), {
+    recordInserts: 1,
+    recordRowsInserted: 2,
+    recordDuplicatesSkipped: 1,
+    recordWrites: 1,
+    auditInserts: 0,
+    auditRowsInserted: 0,
+  });
+});
+
+void t.test('existence look-ups are chunked; a write whose rows all exist sends no INSERT', async (t) => {
+  const runner = new FakeRunner();
+  const index = new ClickHouseIndex({ ...OPTIONS, lookupChunk: 5 }, runner);
+  const recs = Array.from({ length: 12 }, () => record('ten'));
+  runner.onQuery = (_sql, params) => ((params?.['ids'] ?? []) as string[]).map((id) => ({ tenant_id: 'ten', ingest_id: id }));
+  await index.insertRecords(recs);
+  t.same(runner.of('query').map((q) => (q.params?.['ids'] as string[]).length), [5, 5, 2]);
+  t.equal(runner.of('insert').length, 0);
+});
+
+void t.test('a failed write rejects its callers with the DrisError; later writes proceed', async (t) => {
+  const runner = new FakeRunner();
+  const index = new ClickHouseIndex(OPTIONS, runner);
+  runner.onInsert = () => {
+    throw new DrisError('dependency_unavailable', 'down');
+  };
+  const results = await Promise.allSettled([index.insertRecords([record('a')]), index.insertRecords([record('a')])]);
+  t.same(
+    results.map((r) => (r.status === 'rejected' ? (r.reason as DrisError).code : 'ok')),
+    ['dependency_unavailable', 'dependency_unavailable'],
+  );
+  runner.onInsert = () => undefined;
+  await index.insertRecords([record('a')]);
+  t.equal(index.stats().recordRowsInserted, 1);
+});
+
+void t.test('an unreadable acceptedAt fails only its own call', async (t) => {
+  const runner = new FakeRunner();
+  const index = new ClickHouseIndex(OPTIONS, runner);
+  const bad = { ...record('a'), acceptedAt: 'yesterday' };
+  const [good, broken] = await Promise.allSettled([index.insertRecords([record('a')]), index.insertRecords([bad])]);
+  t.equal(good.status, 'fulfilled');
+  t.equal(broken.status === 'rejected' ? (broken.reason as DrisError).code : 'none', 'internal_error');
+});
+
+void t.test('queryRecords: parameters, row mapping, cursor', async (t) => {
+  const runner = new FakeRunner();
+  const index = new ClickHouseIndex(OPTIONS, runner);
+  const row = (i: number, snapshot: string | null): Record<string, unknown> => ({
+    ingest_id: `ing-${i}`,
+    tenant_id: 'ten',
+    client_id: 'app',
+    database: 'crm',
+    collection: 'c',
+    record_id: `r-${i}`,
+    record_version: '1',
+    operation_type: 'delete',
+    source_timestamp: null,
+    accepted_at_ms: String(BASE_MS + i),
+    payload_hash: 'p',
+    record_hash: 'h',
+    salt: 's',
+    hash_scheme: 'dris-v1',
+    status: snapshot === null ? 'Ingested' : 'Anchored',
+    snapshot_id: snapshot,
+    batch_id: snapshot === null ? null : 'b-1',
+    chain_tx_hash: snapshot === null ? null : '0xabc',
+  });
+  runner.onQuery = () => [row(1, null), row(2, 'snap-1'), row(3, null)];
+  const page = await index.queryRecords({ tenantId: 'ten', collection: 'c', fromMs: BASE_MS, limit: 2 });
+  const q = runner.of('query')[0];
+  t.same(q?.params, { tenantId: 'ten', limit: 3, collection: 'c', fromMs: BASE_MS });
+  t.match(q?.sql, /FROM dris\.records FINAL/);
+  t.match(q?.sql, /collection = \{collection:String\}/);
+  t.notMatch(q?.sql, /record_id = /);
+  t.same(
+    page.items.map((i) => [i.ingestId, i.acceptedAt, i.status, i.snapshotId, i.batchId, i.chainTxHash, i.operationType]),
+    [
+      ['ing-1', new Date(BASE_MS + 1).toISOString(), 'Ingested', null, null, null, 'delete'],
+      ['ing-2', new Date(BASE_MS + 2).toISOString(), 'Anchored', 'snap-1', 'b-1', '0xabc', 'delete'],
+    ],
+  );
+  t.same(page.nextCursor === null ? null : decodeCursor(page.nextCursor), [BASE_MS + 2, 'ing-2']);
+
+  runner.calls.length = 0;
+  runner.onQuery = () => [row(3, null)];
+  const next = await index.queryRecords({ tenantId: 'ten', limit: 5000, cursor: page.nextCursor ?? '' });
+  t.same(runner.of('query')[0]?.params, { tenantId: 'ten', limit: 1001, afterMs: BASE_MS + 2, afterId: 'ing-2' });
+  t.equal(next.nextCursor, null);
+
+  await t.rejects(index.queryRecords({ tenantId: 'ten', limit: 10, cursor: encodeCursor(1, 'x') + 'A' }), {
+    code: 'validation_failed',
+  });
+  await t.rejects(index.queryRecords({ tenantId: 'ten', limit: 1.5 }), { code: 'validation_failed' });
+  await t.rejects(index.queryRecords({ tenantId: 'ten', limit: 1, fromMs: Number.NaN }), { code: 'validation_failed' });
+});
+
+void t.test('keys: rows from a server (64-bit integers as strings) map to ApiKeyRecord', async (t) => {
+  const runner = new FakeRunner();
+  const index = new ClickHouseIndex(OPTIONS, runner);
+  runner.onQuery = (sql) =>
+    sql.includes('count()')
+      ? [{ n: '7' }]
+      : [
+          {
+            key_id: 'k1',
+            tenant_id: 'ten',
+            client_id: 'cli',
+            level: 'enterprise',
+            secret_hash: 'h',
+            created_at_ms: String(BASE_MS),
+            expires_at_ms: null,
+            revoked_at_ms: String(BASE_MS + 10),
+            also_tenants: ['x'],
+            rotated_from: null,
+          },
+        ];
+  t.same(await index.getKey('k1'), {
+    keyId: 'k1',
+    tenantId: 'ten',
+    clientId: 'cli',
+    level: 'enterprise',
+    secretHash: 'h',
+    createdAtMs: BASE_MS,
+    expiresAtMs: null,
+    revokedAtMs: BASE_MS + 10,
+    alsoTenants: ['x'],
+    rotatedFrom: null,
+  });
+  t.equal(await index.countKeys(), 7);
+  await index.listKeys('ten');
+  t.same(runner.of('query').map((q) => q.params), [{ keyId: 'k1' }, undefined, { tenantId: 'ten' }]);
+
+  const key = {
+    keyId: 'k2',
+    tenantId: 'ten',
+    clientId: 'cli',
+    level: 'standard' as const,
+    secretHash: 'h2',
+    createdAtMs: BASE_MS,
+    expiresAtMs: null,
+    revokedAtMs: null,
+    alsoTenants: [],
+    rotatedFrom: null,
+  };
+  await index.putKey(key);
+  await index.putKey({ ...key, revokedAtMs: BASE_MS });
+  const versions = runner.of('insert').map((i) => (i.rows[0] as { updated_at: string }).updated_at);
+  t.equal(versions.length, 2);
+  t.ok((versions[0] ?? '') < (versions[1] ?? ''), 'replacement versions strictly increase');
+  t.match(versions[0], /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}$/);
+});
+
+void t.test('audit: append coalesced into one insert; query parameters and paging', async (t) => {
+  const runner = new FakeRunner();
+  const index = new ClickHouseIndex(OPTIONS, runner);
+  const ev = (i: number) => ({
+    eventId: `e${i}`,
+    atMs: BASE_MS + i,
+    tenantId: 'ten',
+    clientId: 'c',
+    keyId: 'k',
+    action: 'record.ingest',
+    resource: `record:${i}`,
+    outcome: 'success',
+    correlationId: 'x',
+    ...(i === 0 ? { detail: { n: 1 } } : {}),
+  });
+  await Promise.all([index.append([ev(0)]), index.append([ev(1), ev(2)])]);
+  const inserts = runner.of('insert');
+  t.equal(inserts.length, 1);
+  t.equal(inserts[0]?.table, 'dris.audit_events');
+  t.same(
+    inserts[0]?.rows.map((r) => (r as { detail: string }).detail),
+    ['{"n":1}', '', ''],
+  );
+
+  runner.onQuery = () =>
+    [2, 1].map((i) => ({
+      event_id: `e${i}`,
+      at_ms: BASE_MS + i,
+      tenant_id: 'ten',
+      client_id: 'c',
+      key_id: 'k',
+      action: 'record.ingest',
+      resource: `record:${i}`,
+      outcome: 'success',
+      correlation_id: 'x',
+      detail: i === 1 ? '{"n":1}' : '',
+    }));
+  const page = await index.query({ tenantId: 'ten', action: 'record.ingest', keyId: 'k', toMs: BASE_MS + 100, limit: 1 });
+  t.same(runner.of('query')[0]?.params, { tenantId: 'ten', limit: 2, action: 'record.ingest', keyId: 'k', toMs: BASE_MS + 100 });
+  t.same(page.items, [{ ...ev(2) }]);
+  t.same(page.nextCursor === null ? null : decodeCursor(page.nextCursor), [BASE_MS + 2, 'e2']);
+});
+
+void t.test('close flushes waiting rows, closes the runner, and refuses later calls', async (t) => {
+  const runner = new FakeRunner();
+  const index = new ClickHouseIndex(OPTIONS, runner);
+  const pending = index.insertRecords([record('a')]);
+  await index.close();
+  await pending;
+  t.equal(runner.of('insert').length, 1);
+  t.ok(runner.closed);
+  await t.rejects(index.insertRecords([record('a')]), { code: 'dependency_unavailable' });
+  await t.rejects(
+    index.append([
+      { eventId: 'e', atMs: BASE_MS, tenantId: 'a', clientId: '', keyId: '', action: 'x', resource: 'y', outcome: 'success', correlationId: 'c' },
+    ]),
+    { code: 'dependency_unavailable' },
+  );
+});
+
+void t.test('GroupCommit: batching, bounds and failures', async (t) => {
+  const written: number[][] = [];
+  let release: () => void = () => undefined;
+  let gate: Promise<void> = Promise.resolve();
+  const gc = new GroupCommit<number>('test writer', { maxBatchRows: 4, maxDelayMs: 1, maxPendingRows: 6 }, async (rows) => {
+    written.push(rows);
+    await gate;
+    if (rows.includes(-1)) throw new DrisError('internal_error', 'bad row');
+  });
+
+  // One write in flight holds the committer; the rows behind it queue up to maxPendingRows.
+  gate = new Promise((r) => (release = r));
+  const first = gc.submit([1, 2, 3, 4]);
+  const second = gc.submit([5, 6]);
+  const third = gc.submit([7, 8, 9, 10]);
+  await t.rejects(gc.submit([11]), { code: 'overloaded' });
+  t.equal(gc.waitingRows, 6);
+  release();
+  await Promise.all([first, second, third]);
+  // A caller's rows are never split: [5,6] and [7..10] exceed maxBatchRows together.
+  t.same(written, [[1, 2, 3, 4], [5, 6], [7, 8, 9, 10]]);
+
+  // A submission larger than maxBatchRows (and maxPendingRows) goes alone when nothing waits.
+  written.length = 0;
+  await gc.submit([1, 2, 3, 4, 5, 6, 7, 8]);
+  t.same(written, [[1, 2, 3, 4, 5, 6, 7, 8]]);
+
+  // A failure reaches exactly the callers whose rows were in the failed write.
+  written.length = 0;
+  const results = await Promise.allSettled([gc.submit([1]), gc.submit([-1]), gc.submit([2, 3, 4]), gc.submit([5])]);
+  t.same(written, [[1, -1], [2, 3, 4, 5]]);
+  t.same(
+    results.map((r) => r.status),
+    ['rejected', 'rejected', 'fulfilled', 'fulfilled'],
+  );
+  t.same(gc.stats, { writes: 6, rows: 24, failedWrites: 1 });
+
+  const late = gc.submit([9]);
+  await gc.close();
+  await late;
+  await t.rejects(gc.submit([1]), { code: 'dependency_unavailable' });
+});
+
+void t.test('ClickHouse client errors are translated at the adapter edge', (t) => {
+  const net = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8123'), { code: 'ECONNREFUSED' });
+  t.equal(translateClickHouseError(net, 'query', true).code, 'dependency_unavailable');
+  const wrapped = Object.assign(new Error('fetch failed'), { cause: { code: 'ECONNRESET' } });
+  t.equal(translateClickHouseError(wrapped, 'query', true).code, 'dependency_unavailable');
+  t.equal(translateClickHouseError(new Error('Timeout error.'), 'query', true).code, 'timeout');
+  t.equal(translateClickHouseError(Object.assign(new Error('x'), { code: '159' }), 'query', true).code, 'timeout');
+  t.equal(translateClickHouseError(Object.assign(new Error('x'), { code: '516' }), 'query', true).code, 'dependency_unavailable');
+  const syntax = Object.assign(new Error('Syntax error'), { code: '62' });
+  const translated = translateClickHouseError(syntax, 'query', true);
+  t.equal(translated.code, 'internal_error');
+  t.equal(translated.cause, syntax);
+  const leaky = Object.assign(new Error('Cannot parse input: {"payload":"SECRET"}'), { code: '27' });
+  const sanitized = translateClickHouseError(leaky, 'insert', false);
+  t.notOk((sanitized.cause as Error).message.includes('SECRET'));
+  const already = new DrisError('overloaded', 'busy');
+  t.equal(translateClickHouseError(already, 'query', true), already);
+  t.end();
+});
+
+void t.test('the real client against a port nobody listens on: dependency_unavailable', async (t) => {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  await new Promise<void>((resolve) => {
+    server.close(() => {
+      resolve();
+    });
+  });
+  const index = new ClickHouseIndex({ url: `http://127.0.0.1:${port}`, requestTimeoutMs: 2000 });
+  await t.rejects(index.check(), { code: 'dependency_unavailable' });
+  await t.rejects(index.insertRecords([record('a')]), { code: 'dependency_unavailable' });
+  await index.close();
+});

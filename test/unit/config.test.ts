@@ -1,0 +1,61 @@
+import t from 'tap';
+import { loadConfig } from '../../src/config/config.js';
+import { DrisError } from '../../src/errors/dris-error.js';
+
+t.test('defaults', async (t) => {
+  const c = loadConfig({}, '/srv');
+  t.equal(c.port, 8080);
+  t.equal(c.host, '127.0.0.1');
+  t.equal(c.dataDir, '/srv/data');
+  t.equal(c.batchMaxRecords, 1000);
+  t.equal(c.batchMaxWaitMs, 60_000);
+  t.equal(c.hashBackend, 'auto');
+  t.same(c.rateLimits, { standard: 1000, premium: 10_000, enterprise: 100_000 });
+  t.same(c.roles, ['api', 'indexer']);
+  t.equal(c.maxBodyBytes, 1024 * 1024);
+  t.equal(c.maxBulkBodyBytes, 16 * 1024 * 1024);
+  t.equal(c.nats, undefined, 'unset URL selects the embedded queue');
+  t.equal(c.redis, undefined);
+  t.equal(c.clickhouse, undefined);
+});
+
+t.test('values and credentials', async (t) => {
+  const c = loadConfig({
+    PORT: '9000',
+    DRIS_RATE_LIMITS: 'standard=5, premium=50',
+    DRIS_HASH_BACKEND: 'js',
+    NATS_URL: 'nats://127.0.0.1:4222',
+    NATS_USER: 'u',
+    NATS_PASSWORD: 'p',
+    REDIS_URL: 'redis://127.0.0.1:6379/1',
+    CLICKHOUSE_URL: 'http://127.0.0.1:8123',
+    CLICKHOUSE_USER: 'default',
+    DRIS_ROLES: 'indexer',
+  });
+  t.equal(c.port, 9000);
+  t.same(c.rateLimits, { standard: 5, premium: 50, enterprise: 100_000 });
+  t.equal(c.hashBackend, 'js');
+  t.match(c.nats, { url: 'nats://127.0.0.1:4222', user: 'u', pass: 'p', stream: 'DRIS_RECORDS' });
+  t.match(c.redis, { url: 'redis://127.0.0.1:6379/1', keyPrefix: 'dris:' });
+  t.match(c.clickhouse, { url: 'http://127.0.0.1:8123', username: 'default', database: 'dris' });
+  t.same(c.roles, ['indexer']);
+});
+
+t.test('every problem is reported at once, by variable', async (t) => {
+  try {
+    loadConfig({ PORT: 'eighty', DRIS_BATCH_MAX_RECORDS: '5000', DRIS_HASH_BACKEND: 'gpu', DRIS_RATE_LIMITS: 'gold=1', NATS_URL: 'http://x', DRIS_ROLES: 'api,anchorer' });
+    t.fail('should throw');
+  } catch (err) {
+    t.ok(err instanceof DrisError);
+    const e = err as DrisError;
+    t.equal(e.code, 'config_invalid');
+    t.same(e.fields.map((f) => `${f.path}:${f.code}`).sort(), [
+      'DRIS_BATCH_MAX_RECORDS:out_of_range',
+      'DRIS_HASH_BACKEND:invalid_value',
+      'DRIS_RATE_LIMITS:invalid_value',
+      'DRIS_ROLES:invalid_value',
+      'NATS_URL:invalid_url',
+      'PORT:not_an_integer',
+    ]);
+  }
+});

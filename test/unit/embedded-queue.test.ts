@@ -1,0 +1,163 @@
+import { appendFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { EmbeddedQueue } from '../../src/adapters/queue/embedded-queue.js';
+import type { Delivery } from '../../src/domain/records/ports.js';
+import type { AcceptedRecord } from '../../src/domain/records/types.js';
+
+const rec = (i: number): AcceptedRecord => ({
+  hashScheme: 'dris-v1',
+  tenantId: 't',
+  database: 'd',
+  collection: 'c',
+  recordId: `r${i}`,
+  recordVersion: '1',
+  operationType: 'upsert',
+  sourceTimestamp: null,
+  payloadHash: 'p'.repeat(64),
+  salt: 's'.repeat(32),
+  ingestId: `id-${i}`,
+  clientId: 'c',
+  keyId: 'k',
+  recordHash: 'h'.repeat(64),
+  acceptedAt: new Date(0).toISOString(),
+  payload: '{}',
+  idempotencyKey: null,
+  correlationId: 'x',
+});
+
+const opts = { consumer: 'indexer', maxBatch: 50, maxInFlight: 100, ackWaitMs: 60_000 };
+
+function collect(q: EmbeddedQueue, onBatch: (ds: readonly Delivery[]) => Promise<void> | void, o = opts) {
+  return q.consume(o, async (ds) => {
+    await onBatch(ds);
+  });
+}
+
+async function until(cond: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('timeout');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+t.test('publishes durably and delivers every record once when acked', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'dris-q-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const q = EmbeddedQueue.open({ dir, consumers: ['indexer'], maxPendingPublishes: 1000 });
+  await Promise.all(Array.from({ length: 300 }, (_, i) => q.publish([rec(i)])));
+  const seen: string[] = [];
+  const sub = collect(q, async (ds) => {
+    for (const d of ds) {
+      seen.push(...d.records.map((r) => r.ingestId));
+      await d.ack();
+    }
+  });
+  await until(() => seen.length === 300);
+  await sub.stop();
+  t.equal(new Set(seen).size, 300);
+  t.equal(q.positions().consumers['indexer'], 300);
+  await q.close();
+});
+
+t.test('nak and unacked messages are delivered again; a restart resumes at the ack floor', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'dris-q-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  let q = EmbeddedQueue.open({ dir, consumers: ['indexer'], maxPendingPublishes: 1000 });
+  for (let i = 0; i < 10; i++) await q.publish([rec(i)]);
+  const counts = new Map<string, number>();
+  let nakked = false;
+  const sub = collect(q, async (ds) => {
+    for (const d of ds) {
+      const id = d.records[0]?.ingestId ?? '';
+      counts.set(id, (counts.get(id) ?? 0) + 1);
+      if (id === 'id-3' && !nakked) {
+        nakked = true;
+        t.equal(d.deliveryCount, 1);
+        d.nak(5);
+      } else if (id !== 'id-7') {
+        await d.ack();
+      }
+    }
+  });
+  await until(() => counts.get('id-3') === 2);
+  await sub.stop();
+  t.equal(q.positions().consumers['indexer'], 7, 'floor stops below the unacked message (id-7 is seq 8)');
+  await q.close();
+
+  // Restart: id-7 was never acked, so it (and everything after the floor) comes back.
+  q = EmbeddedQueue.open({ dir, consumers: ['indexer'], maxPendingPublishes: 1000 });
+  const again: string[] = [];
+  const sub2 = collect(q, async (ds) => {
+    for (const d of ds) {
+      again.push(...d.records.map((r) => r.ingestId));
+      await d.ack();
+    }
+  });
+  await until(() => again.includes('id-7'));
+  await sub2.stop();
+  t.notOk(again.includes('id-0'), 'acked messages below the floor are not redelivered');
+  t.equal(q.positions().consumers['indexer'], 10);
+  await q.close();
+});
+
+t.test('ack wait expiry redelivers', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'dris-q-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const q = EmbeddedQueue.open({ dir, consumers: ['indexer'], maxPendingPublishes: 1000 });
+  await q.publish([rec(1)]);
+  const deliveries: number[] = [];
+  const sub = collect(
+    q,
+    async (ds) => {
+      for (const d of ds) {
+        deliveries.push(d.deliveryCount);
+        if (d.deliveryCount === 2) await d.ack();
+      }
+    },
+    { ...opts, ackWaitMs: 50 },
+  );
+  await until(() => deliveries.length === 2);
+  await sub.stop();
+  t.same(deliveries, [1, 2]);
+  await q.close();
+});
+
+t.test('a torn tail is cut off on open and the log continues after it', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'dris-q-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  let q = EmbeddedQueue.open({ dir, consumers: ['indexer'], maxPendingPublishes: 1000 });
+  await q.publish([rec(1)]);
+  await q.publish([rec(2)]);
+  await q.close();
+  const logDir = path.join(dir, 'log');
+  const seg = readdirSync(logDir).find((f) => f.endsWith('.log')) ?? '';
+  appendFileSync(path.join(logDir, seg), Buffer.from([200, 0, 0, 0, 1, 2, 3]));
+  q = EmbeddedQueue.open({ dir, consumers: ['indexer'], maxPendingPublishes: 1000 });
+  t.equal(q.positions().lastSeq, 2);
+  await q.publish([rec(3)]);
+  const seen: string[] = [];
+  const sub = collect(q, async (ds) => {
+    for (const d of ds) {
+      seen.push(...d.records.map((r) => r.ingestId));
+      await d.ack();
+    }
+  });
+  await until(() => seen.length === 3);
+  await sub.stop();
+  t.same(seen, ['id-1', 'id-2', 'id-3']);
+  await q.close();
+});
+
+t.test('publish refuses beyond the pending bound', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'dris-q-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const q = EmbeddedQueue.open({ dir, consumers: ['indexer'], maxPendingPublishes: 2 });
+  const results = await Promise.allSettled([q.publish([rec(1)]), q.publish([rec(2)]), q.publish([rec(3)])]);
+  t.same(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected']);
+  const reason = (results[2] as PromiseRejectedResult).reason as { code: string };
+  t.equal(reason.code, 'overloaded');
+  await q.close();
+});
