@@ -24,19 +24,20 @@ for s in "${suites[@]}"; do
   if [ "$s" = integration ]; then
     ensure_nats >/dev/null || fail_setup "nats-server"
     ensure_redis >/dev/null || fail_setup "redis-server"
+    ensure_kubo >/dev/null || fail_setup "kubo"
   fi
 done
 
 if [ -f scripts/build-native.sh ]; then
   if command -v cargo >/dev/null 2>&1; then
-    bash scripts/build-native.sh || fail_setup "native addon build"
+    bash scripts/build-native.sh release || fail_setup "native addon build"
     export DRIS_REQUIRE_BACKENDS="${DRIS_REQUIRE_BACKENDS:-native,wasm,js}"
   else
     echo "cargo not found: the native hashing backend is not built; wasm and js are tested" >&2
   fi
 fi
 
-npx tspc -p tsconfig.json || fail_setup "TypeScript build"
+npm run -s build || fail_setup "build (contracts and TypeScript)"
 npx eslint --max-warnings 0 . || fail_setup "lint"
 
 files=()

@@ -94,11 +94,57 @@ ensure_redis() {
   printf '%s\n' "$bin"
 }
 
-# Reserved: ensure_kubo will build Kubo (IPFS) with Go the same way once the IPFS adapter needs it.
+# Kubo (the IPFS daemon) built from source with Go: neither npm (whose `kubo` package downloads a
+# binary at install) nor Debian ships one. `go install kubo@version` refuses the module because its
+# go.mod has exclude directives, so the module is downloaded and built in its own directory, where
+# those directives apply. Tests run it offline on loopback only (test/harness/kubo.ts).
+ensure_kubo() {
+  local version="${DRIS_KUBO_VERSION:-v0.43.0}"
+  local bin="$DRIS_TOOLS_DIR/bin/ipfs"
+  local want="ipfs version ${version#v}"
+  if [ -x "$bin" ] && [ "$("$bin" version 2>/dev/null || true)" = "$want" ]; then
+    printf '%s\n' "$bin"
+    return 0
+  fi
+  local go_bin
+  go_bin="$(command -v go || true)"
+  if [ -z "$go_bin" ] && [ -x /usr/local/go/bin/go ]; then go_bin=/usr/local/go/bin/go; fi
+  if [ -z "$go_bin" ]; then
+    _tools_die "Go is required to build Kubo $version (https://go.dev/dl/); Debian's golang package is too old"
+    return 1
+  fi
+  _tools_log "building Kubo $version into $DRIS_TOOLS_DIR/bin (one-off, several minutes)"
+  mkdir -p "$DRIS_TOOLS_DIR/bin"
+  local info dir
+  info="$(GOTOOLCHAIN="${GOTOOLCHAIN:-auto}" GOFLAGS='' "$go_bin" mod download -json "github.com/ipfs/kubo@$version")" || {
+    _tools_die "go mod download github.com/ipfs/kubo@$version failed"
+    return 1
+  }
+  # The JSON's "Dir" is the extracted module; parsed with sed so jq is not a requirement.
+  dir="$(printf '%s\n' "$info" | sed -n 's/^[[:space:]]*"Dir":[[:space:]]*"\(.*\)",\{0,1\}$/\1/p' | head -n 1)"
+  if [ -z "$dir" ] || [ ! -d "$dir/cmd/ipfs" ]; then
+    _tools_die "go mod download did not give a Kubo module directory for $version"
+    return 1
+  fi
+  # Built to a temporary name and moved into place, so an interrupted build never leaves a binary
+  # that the version check above would have to second-guess.
+  (cd "$dir" && GOTOOLCHAIN="${GOTOOLCHAIN:-auto}" GOFLAGS="${GOFLAGS:-} -trimpath" \
+    "$go_bin" build -o "$bin.tmp.$$" ./cmd/ipfs) >&2 || {
+    rm -f "$bin.tmp.$$"
+    _tools_die "go build of Kubo $version failed"
+    return 1
+  }
+  mv -f "$bin.tmp.$$" "$bin"
+  if [ "$("$bin" version 2>/dev/null || true)" != "$want" ]; then
+    _tools_die "built $bin does not report $want"
+    return 1
+  fi
+  printf '%s\n' "$bin"
+}
 
 _tools_main() {
   if [ "$#" -eq 0 ]; then
-    printf 'usage: %s nats|redis ...\n' "$0" >&2
+    printf 'usage: %s nats|redis|kubo ...\n' "$0" >&2
     return 2
   fi
   local tool
@@ -106,7 +152,8 @@ _tools_main() {
     case "$tool" in
       nats) ensure_nats ;;
       redis) ensure_redis ;;
-      *) _tools_die "unknown tool '$tool' (known: nats, redis)"; return 2 ;;
+      kubo) ensure_kubo ;;
+      *) _tools_die "unknown tool '$tool' (known: nats, redis, kubo)"; return 2 ;;
     esac
   done
 }

@@ -46,7 +46,7 @@ export function packageVersion(): string {
   return '0.0.0';
 }
 
-async function openIndex(cfg: Config): Promise<{ index: Index; adapter: string }> {
+export async function openIndex(cfg: Config): Promise<{ index: Index; adapter: string }> {
   if (cfg.clickhouse !== undefined) {
     const { ClickHouseIndex } = await import('./adapters/index/clickhouse-index.js');
     const c = cfg.clickhouse;

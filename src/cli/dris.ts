@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import './threadpool.js';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -14,6 +15,7 @@ import { setLogLevel } from '../util/logger.js';
 
 const USAGE = `usage:
   dris serve                      start the service (configuration from the environment)
+  dris migrate                    create or upgrade the hot index schema, then exit
   dris keys create --tenant T --client C [--level standard|premium|enterprise]
                    [--expires ISO-8601] [--also-tenants a,b]
   dris keys list [--tenant T]
@@ -45,6 +47,18 @@ async function serve(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+}
+
+async function migrate(): Promise<void> {
+  const cfg = loadConfig();
+  setLogLevel(cfg.logLevel as Parameters<typeof setLogLevel>[0]);
+  const { openIndex } = await import('../main.js');
+  const { index } = await openIndex(cfg);
+  try {
+    await index.migrate();
+  } finally {
+    await index.close();
+  }
 }
 
 interface KeyOptions {
@@ -151,6 +165,8 @@ async function mainCli(argv: string[]): Promise<void> {
       return serve();
     case 'keys':
       return keys(rest);
+    case 'migrate':
+      return migrate();
     case 'help':
     case '--help':
     case '-h':

@@ -9,8 +9,8 @@ import { ACCESS_LEVELS, type AccessLevel } from '../domain/keys/types.js';
  */
 
 export type HashBackendChoice = 'auto' | 'native' | 'wasm' | 'js';
-export type Role = 'api' | 'indexer';
-export const ROLES: readonly Role[] = ['api', 'indexer'];
+export type Role = 'api' | 'indexer' | 'anchorer';
+export const ROLES: readonly Role[] = ['api', 'indexer', 'anchorer'];
 
 export interface NatsConfig {
   readonly url: string;
@@ -33,6 +33,30 @@ export interface ClickHouseConfig {
   readonly username?: string;
   readonly password?: string;
   readonly database: string;
+}
+
+export interface ChainConfig {
+  /** External node; unset runs the embedded anvil node. */
+  readonly rpcUrl?: string;
+  /** Expected chain id (checked at start); default 31337 for the embedded node. */
+  readonly chainId?: number;
+  /** Hex private key of the anchorer (never logged). */
+  readonly anchorerKey?: string;
+  /** Encrypted JSON keystore file of the anchorer, with its password. */
+  readonly keystoreFile?: string;
+  readonly keystorePassword?: string;
+  /** Deployed anchor contract; unset on the embedded node deploys one on first start. */
+  readonly contractAddress?: string;
+  readonly confirmations: number;
+  /** Explorer link templates: `{address}` and `{tx}` are replaced. */
+  readonly explorerAddressUrl?: string;
+  readonly explorerTxUrl?: string;
+}
+
+export interface AnchorRetryConfig {
+  readonly maxAttempts: number;
+  readonly baseDelayMs: number;
+  readonly maxDelayMs: number;
 }
 
 export interface Config {
@@ -69,6 +93,10 @@ export interface Config {
   readonly clickhouse?: ClickHouseConfig;
   readonly evmRpcUrl?: string;
   readonly ipfsApiUrl?: string;
+  readonly chain: ChainConfig;
+  readonly anchorRetry: AnchorRetryConfig;
+  /** Deadline of a manifest fetch from IPFS, milliseconds. */
+  readonly ipfsTimeoutMs: number;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -206,6 +234,30 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
           { username: r.str('CLICKHOUSE_USER'), password: r.str('CLICKHOUSE_PASSWORD') },
         );
 
+  const chainIdRaw = r.str('DRIS_CHAIN_ID');
+  const chain = withOptional(
+    { confirmations: r.int('DRIS_CONFIRMATIONS', 1, 0, 1000) } as ChainConfig,
+    {
+      rpcUrl: evmRpcUrl,
+      anchorerKey: r.str('DRIS_ANCHORER_KEY'),
+      keystoreFile: r.str('DRIS_ANCHORER_KEYSTORE'),
+      keystorePassword: r.str('DRIS_ANCHORER_KEYSTORE_PASSWORD'),
+      contractAddress: r.str('DRIS_CONTRACT_ADDRESS'),
+      explorerAddressUrl: r.str('DRIS_EXPLORER_ADDRESS_URL'),
+      explorerTxUrl: r.str('DRIS_EXPLORER_TX_URL'),
+    },
+  );
+  const chainWithId: ChainConfig = chainIdRaw === undefined ? chain : { ...chain, chainId: r.int('DRIS_CHAIN_ID', 31337, 1, Number.MAX_SAFE_INTEGER) };
+  if (chain.anchorerKey !== undefined && !/^(0x)?[0-9a-fA-F]{64}$/.test(chain.anchorerKey)) {
+    r.problems.push({ path: 'DRIS_ANCHORER_KEY', code: 'invalid_format', message: 'must be a 32-byte hex private key' });
+  }
+  if (chain.contractAddress !== undefined && !/^0x[0-9a-fA-F]{40}$/.test(chain.contractAddress)) {
+    r.problems.push({ path: 'DRIS_CONTRACT_ADDRESS', code: 'invalid_format', message: 'must be a 20-byte hex address' });
+  }
+  if (evmRpcUrl !== undefined && chain.anchorerKey === undefined && chain.keystoreFile === undefined) {
+    r.problems.push({ path: 'DRIS_ANCHORER_KEY', code: 'required', message: 'an external chain (EVM_RPC_URL) needs DRIS_ANCHORER_KEY or DRIS_ANCHORER_KEYSTORE' });
+  }
+
   const hostRaw = r.str('HOST') ?? '127.0.0.1';
   const cfg = withOptional(
     {
@@ -227,6 +279,13 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       hashThreads: r.int('DRIS_HASH_THREADS', 2, 0, 64),
       hashMaxQueue: r.int('DRIS_HASH_MAX_QUEUE', 4096, 1, 1_000_000),
       maxPendingPublishes: r.int('DRIS_MAX_PENDING_PUBLISHES', 50_000, 1, 10_000_000),
+      chain: chainWithId,
+      anchorRetry: {
+        maxAttempts: r.int('DRIS_ANCHOR_MAX_ATTEMPTS', 6, 1, 1000),
+        baseDelayMs: r.int('DRIS_ANCHOR_RETRY_BASE_MS', 1000, 1, 3_600_000),
+        maxDelayMs: r.int('DRIS_ANCHOR_RETRY_MAX_MS', 60_000, 1, 86_400_000),
+      },
+      ipfsTimeoutMs: r.int('DRIS_IPFS_TIMEOUT_MS', 10_000, 100, 600_000),
     } satisfies Omit<Config, 'adminToken' | 'nats' | 'redis' | 'clickhouse' | 'evmRpcUrl' | 'ipfsApiUrl'>,
     { adminToken: r.str('DRIS_ADMIN_TOKEN'), evmRpcUrl, ipfsApiUrl },
   ) as Config;
@@ -267,5 +326,8 @@ export function describeConfig(cfg: Config): Record<string, unknown> {
     queue: cfg.nats === undefined ? 'embedded' : `nats ${redact(cfg.nats.url) ?? ''}`,
     admission: cfg.redis === undefined ? 'embedded' : `redis ${redact(cfg.redis.url) ?? ''}`,
     index: cfg.clickhouse === undefined ? 'embedded (chdb)' : `clickhouse ${redact(cfg.clickhouse.url) ?? ''}`,
+    chain: cfg.chain.rpcUrl === undefined ? 'embedded (anvil)' : `${redact(cfg.chain.rpcUrl) ?? ''}`,
+    ipfs: cfg.ipfsApiUrl === undefined ? 'embedded' : `kubo ${redact(cfg.ipfsApiUrl) ?? ''}`,
+    anchorRetry: cfg.anchorRetry,
   };
 }

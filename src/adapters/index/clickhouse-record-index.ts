@@ -50,7 +50,7 @@ export interface HotIndexStats {
 }
 
 /** A record row as inserted; column names are the table's. */
-interface RecordRow {
+export interface RecordRow {
   tenant_id: string;
   accepted_at: string;
   ingest_id: string;
@@ -69,17 +69,17 @@ interface RecordRow {
   payload: string;
   idempotency_key: string | null;
   correlation_id: string;
-  snapshot_id: null;
-  batch_id: null;
-  leaf_index: null;
-  tree_size: null;
+  snapshot_id: string | null;
+  batch_id: string | null;
+  leaf_index: number | null;
+  tree_size: number | null;
   merkle_proof: string[];
   status: string;
-  chain_tx_hash: null;
+  chain_tx_hash: string | null;
   row_version: number;
 }
 
-interface PendingRecord {
+export interface PendingRecord {
   readonly row: RecordRow;
   readonly acceptedAtMs: number;
 }
@@ -173,6 +173,11 @@ export class ClickHouseRecordIndex implements RecordIndex, KeyStore, AuditLog {
 
   get database(): string {
     return this.#sql.db;
+  }
+
+  /** The engine this index runs on, shared with the pipeline's store (one chDB engine per directory). */
+  get runner(): SqlRunner {
+    return this.#runner;
   }
 
   stats(): HotIndexStats {
@@ -417,7 +422,7 @@ export function dateTime64Text(ms: number): string {
   return `${iso.slice(0, 10)} ${iso.slice(11, 23)}`;
 }
 
-function toPendingRecord(r: AcceptedRecord): PendingRecord {
+export function toPendingRecord(r: AcceptedRecord): PendingRecord {
   const acceptedAtMs = Date.parse(r.acceptedAt);
   if (Number.isNaN(acceptedAtMs)) {
     throw new DrisError('internal_error', `record ${r.ingestId} has an unreadable acceptedAt`);

@@ -188,6 +188,80 @@ PARTITION BY toYYYYMM(at)
 ORDER BY (tenant_id, at, event_id)
 SETTINGS fsync_after_insert = 1, fsync_part_directory = 1`,
     },
+    {
+      version: 4,
+      name: 'create batches',
+      sql: `CREATE TABLE IF NOT EXISTS ${db}.batches
+(
+    batch_id         String,
+    created_at       DateTime64(3, 'UTC'),
+    status           LowCardinality(String),
+    tree_size        UInt32,
+    merkle_root      String,
+    leaves           Array(String) CODEC(ZSTD(3)),
+    ingest_ids       Array(String) CODEC(ZSTD(3)),
+    tenants          Array(String),
+    batch_seq        Nullable(UInt64),
+    manifest_cid     Nullable(String),
+    prev_batch_id    Nullable(String),
+    prev_merkle_root Nullable(String),
+    prev_cid         Nullable(String),
+    chain_id         Nullable(UInt64),
+    contract_address Nullable(String),
+    tx_hash          Nullable(String),
+    block_number     Nullable(UInt64),
+    anchored_at      Nullable(DateTime64(3, 'UTC')),
+    attempts         UInt32,
+    last_error       Nullable(String),
+    version          UInt64,
+    INDEX idx_root merkle_root TYPE bloom_filter(0.01) GRANULARITY 1
+)
+ENGINE = ReplacingMergeTree(version)
+ORDER BY batch_id
+SETTINGS fsync_after_insert = 1, fsync_part_directory = 1`,
+    },
+    {
+      version: 5,
+      name: 'create snapshots',
+      sql: `CREATE TABLE IF NOT EXISTS ${db}.snapshots
+(
+    tenant_id          LowCardinality(String),
+    snapshot_id        String,
+    batch_id           String,
+    status             LowCardinality(String),
+    record_ids         Array(String) CODEC(ZSTD(3)),
+    ingest_ids         Array(String) CODEC(ZSTD(3)),
+    record_count       UInt32,
+    snapshot_hash      String,
+    merkle_root        Nullable(String),
+    anchor_timestamp   Nullable(DateTime64(3, 'UTC')),
+    on_chain_confirmed Bool,
+    chain_tx_hash      Nullable(String),
+    created_at         DateTime64(3, 'UTC'),
+    version            UInt64,
+    INDEX idx_batch batch_id TYPE bloom_filter(0.01) GRANULARITY 1
+)
+ENGINE = ReplacingMergeTree(version)
+ORDER BY (tenant_id, snapshot_id)
+SETTINGS fsync_after_insert = 1, fsync_part_directory = 1`,
+    },
+    {
+      version: 6,
+      name: 'create snapshot_lifecycle',
+      sql: `CREATE TABLE IF NOT EXISTS ${db}.snapshot_lifecycle
+(
+    tenant_id   LowCardinality(String),
+    snapshot_id String,
+    at          DateTime64(3, 'UTC'),
+    entry_id    String,
+    state       LowCardinality(String),
+    reason      String,
+    attempt     UInt32
+)
+ENGINE = MergeTree
+ORDER BY (tenant_id, snapshot_id, at, entry_id)
+SETTINGS fsync_after_insert = 1, fsync_part_directory = 1`,
+    },
   ];
 }
 

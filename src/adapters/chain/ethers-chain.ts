@@ -1,0 +1,620 @@
+import { readFile } from 'node:fs/promises';
+import { Contract, ContractFactory, FetchRequest, getAddress, Interface, isAddress, isError, JsonRpcProvider, Network, Wallet, type TransactionReceipt } from 'ethers';
+import { DrisError } from '../../errors/dris-error.js';
+import type { AnchorReceipt, AnchorRequest, Chain, ChainInfo, OnChainAnchor } from '../../domain/pipeline/ports.js';
+import { componentLogger, type Logger } from '../../util/logger.js';
+import { translateChainError } from './chain-errors.js';
+import { loadAnchorArtifact, type AnchorArtifact } from './contract-artifact.js';
+import { NonceConflict, TxSender, type Fees, type TxSubmission } from './tx-sender.js';
+
+/**
+ * The Chain port on an EVM JSON-RPC node with ethers v6: the DrisAnchor contract (contracts/)
+ * at a configured address, or deployed on first start of the embedded chain. Anchors go through
+ * one ordered stream (TxSender): each is simulated first, so the contract's refusals come back
+ * decoded as DrisError('invalid_state') without spending gas.
+ */
+
+export type { TxSubmission } from './tx-sender.js';
+
+/** Where the anchorer's key comes from; its text is never logged nor put in an error. */
+export type AnchorerKeySource =
+  | { readonly privateKey: string }
+  | { readonly keystorePath: string; readonly keystorePassword: string }
+  | { readonly keystoreJson: string; readonly keystorePassword: string };
+
+export interface ChainConnectionOptions {
+  readonly rpcUrl: string;
+  /** The chain the node must be on; checked with eth_chainId before anything else. */
+  readonly chainId: number;
+  readonly signer: AnchorerKeySource | Wallet;
+  /** Per JSON-RPC request. Default 10 s. */
+  readonly rpcTimeoutMs?: number;
+  /** Blocks on top of (and including) the one holding a transaction before it counts. Default 1. */
+  readonly confirmations?: number;
+  /** A transaction not mined after this long is replaced with higher fees. Default 30 s. */
+  readonly replaceAfterMs?: number;
+  /** Default 5. */
+  readonly maxReplacements?: number;
+  /** Percent added to both fee caps per replacement; at least 12.5 (the default). */
+  readonly feeBumpPercent?: number;
+  /** Floor of maxPriorityFeePerGas, wei. Default 1 000 000 (0.001 gwei). */
+  readonly minPriorityFeeWei?: bigint;
+  /** From first broadcast to confirmations. Default 10 min. */
+  readonly txTimeoutMs?: number;
+  /** How long the node may stay unreachable while a transaction is awaited. Default 30 s. */
+  readonly unreachableAfterMs?: number;
+  /** Longest pause between receipt polls. Default 1 s. */
+  readonly pollIntervalMs?: number;
+  /** contracts/artifacts/DrisAnchor.json when unset. */
+  readonly artifactPath?: string;
+  readonly logger?: Logger;
+}
+
+export interface EthersChainOptions extends ChainConnectionOptions {
+  /** The DrisAnchor contract; without it, deployIfMissing must be set. */
+  readonly contractAddress?: string;
+  /**
+   * Deploy the contract when no address is given or no code is at it (the embedded chain's first
+   * start, or its state lost). The new address is `deployment` on the result: persist it.
+   */
+  readonly deployIfMissing?: boolean;
+  /** Block the contract was deployed in; the lower bound of event searches. Default 0. */
+  readonly deployBlock?: number;
+  /** Anchors waiting behind the one in flight; beyond it anchor() answers 'overloaded'. Default 16. */
+  readonly maxQueued?: number;
+  /** Time allowed to check(). Default 2 s. */
+  readonly checkTimeoutMs?: number;
+  /**
+   * The RPC URL info() reports for independent checks. Default: rpcUrl when it is a loopback
+   * node, else its origin only, since provider URLs often carry an API key in the path.
+   */
+  readonly publicRpcUrl?: string;
+  /** Explorer link templates with `{address}` and `{tx}` placeholders. */
+  readonly explorerAddressUrl?: string;
+  readonly explorerTxUrl?: string;
+  /** Awaited before every broadcast (first version and replacements) with its hash. */
+  readonly onTransaction?: (submission: TxSubmission) => void | Promise<void>;
+}
+
+export interface Deployment {
+  readonly address: string;
+  readonly txHash: string;
+  readonly blockNumber: number;
+  readonly chainId: number;
+  readonly deployer: string;
+  readonly anchorer: string;
+}
+
+export interface DeployOptions extends ChainConnectionOptions {
+  /** The anchorer the contract starts with; the deployer (who becomes owner) when unset. */
+  readonly anchorerAddress?: string;
+}
+
+/** An anchor found from its Anchored event. */
+export interface AnchorEvent extends AnchorReceipt {
+  readonly batchSeq: number;
+  readonly merkleRoot: string;
+  readonly batchId: string;
+  readonly manifestCid: string;
+  readonly recordCount: number;
+}
+
+const ROOT_RE = /^[0-9a-f]{64}$/;
+const TX_HASH_RE = /^0x[0-9a-fA-F]{64}$/;
+const UINT32_MAX = 0xffff_ffff;
+
+/** The anchorer's wallet from a raw key or an encrypted JSON keystore (scrypt; takes a second). */
+export async function loadAnchorerWallet(source: AnchorerKeySource | Wallet): Promise<Wallet> {
+  if (source instanceof Wallet) return source;
+  if ('privateKey' in source) {
+    const raw = source.privateKey.trim();
+    const hex = raw.startsWith('0x') ? raw : `0x${raw}`;
+    if (!/^0x[0-9a-fA-F]{64}$/.test(hex)) throw new DrisError('config_invalid', 'the anchorer key is not a 32-byte hex private key');
+    try {
+      return new Wallet(hex);
+    } catch {
+      // No cause: the library's error could quote the key.
+      throw new DrisError('config_invalid', 'the anchorer key is not a valid secp256k1 private key');
+    }
+  }
+  let json: string;
+  if ('keystoreJson' in source) json = source.keystoreJson;
+  else {
+    try {
+      json = await readFile(source.keystorePath, 'utf8');
+    } catch (err) {
+      throw new DrisError('config_invalid', `cannot read the anchorer keystore ${source.keystorePath}`, { cause: err });
+    }
+  }
+  try {
+    const decrypted = await Wallet.fromEncryptedJson(json, source.keystorePassword);
+    return new Wallet(decrypted.privateKey);
+  } catch {
+    throw new DrisError('config_invalid', 'cannot decrypt the anchorer keystore (wrong password or not a keystore)');
+  }
+}
+
+function makeProvider(rpcUrl: string, chainId: number, timeoutMs: number): JsonRpcProvider {
+  const request = new FetchRequest(rpcUrl);
+  request.timeout = timeoutMs;
+  const network = Network.from(chainId);
+  // staticNetwork: ethers would otherwise retry network detection forever against a dead node.
+  // cacheTimeout -1: a cached nonce or receipt is exactly what an ordered stream must not read.
+  // batchMaxCount 1: each failure belongs to one request.
+  return new JsonRpcProvider(request, network, { staticNetwork: network, cacheTimeout: -1, batchMaxCount: 1 });
+}
+
+async function checkChainId(provider: JsonRpcProvider, expected: number): Promise<void> {
+  let actual: number;
+  try {
+    actual = Number(BigInt(String(await provider.send('eth_chainId', []))));
+  } catch (err) {
+    throw translateChainError(err, 'reading the chain id');
+  }
+  if (actual !== expected) {
+    throw new DrisError('config_invalid', `the node is on chain id ${actual}, the configuration says ${expected}`, { extra: { expected, actual } });
+  }
+}
+
+function positiveInt(value: number, name: string): number {
+  if (!Number.isSafeInteger(value) || value <= 0) throw new DrisError('config_invalid', `${name} must be a positive integer`);
+  return value;
+}
+
+function isLoopbackUrl(url: string): boolean {
+  try {
+    const host = new URL(url).hostname;
+    return host === '127.0.0.1' || host === 'localhost' || host === '[::1]' || host === '::1';
+  } catch {
+    return false;
+  }
+}
+
+function defaultPublicRpcUrl(rpcUrl: string): string {
+  if (isLoopbackUrl(rpcUrl)) return rpcUrl;
+  try {
+    return new URL(rpcUrl).origin;
+  } catch {
+    return '';
+  }
+}
+
+interface Runtime {
+  readonly provider: JsonRpcProvider;
+  readonly wallet: Wallet;
+  readonly sender: TxSender;
+  readonly artifact: AnchorArtifact;
+  readonly iface: Interface;
+  readonly chainId: number;
+  readonly log: Logger;
+  closed: boolean;
+}
+
+async function openRuntime(options: ChainConnectionOptions, onTransaction?: (s: TxSubmission) => void | Promise<void>): Promise<Runtime> {
+  const chainId = positiveInt(options.chainId, 'the chain id');
+  const confirmations = positiveInt(options.confirmations ?? 1, 'confirmations');
+  const log = options.logger ?? componentLogger('chain');
+  const artifact = loadAnchorArtifact(options.artifactPath);
+  const wallet = await loadAnchorerWallet(options.signer);
+  const provider = makeProvider(options.rpcUrl, chainId, options.rpcTimeoutMs ?? 10_000);
+  const runtime: Runtime = {
+    provider,
+    wallet,
+    artifact,
+    iface: new Interface(artifact.abi),
+    chainId,
+    log,
+    closed: false,
+    sender: new TxSender({
+      provider,
+      wallet,
+      chainId,
+      confirmations,
+      replaceAfterMs: positiveInt(options.replaceAfterMs ?? 30_000, 'replaceAfterMs'),
+      maxReplacements: options.maxReplacements ?? 5,
+      feeBumpPercent: options.feeBumpPercent ?? 12.5,
+      minPriorityFeeWei: options.minPriorityFeeWei ?? 1_000_000n,
+      txTimeoutMs: positiveInt(options.txTimeoutMs ?? 600_000, 'txTimeoutMs'),
+      unreachableAfterMs: positiveInt(options.unreachableAfterMs ?? 30_000, 'unreachableAfterMs'),
+      pollIntervalMs: positiveInt(options.pollIntervalMs ?? 1_000, 'pollIntervalMs'),
+      logger: log,
+      ...(onTransaction === undefined ? {} : { onSubmission: onTransaction }),
+      isClosed: () => runtime.closed,
+    }),
+  };
+  try {
+    await checkChainId(provider, chainId);
+    try {
+      await runtime.sender.init();
+    } catch (err) {
+      throw translateChainError(err, 'reading the anchorer nonce');
+    }
+    return runtime;
+  } catch (err) {
+    provider.destroy();
+    throw err;
+  }
+}
+
+function gasWithMargin(estimate: bigint): bigint {
+  // Estimates are exact for this contract; the margin covers a node that estimates a little low.
+  return (estimate * 125n) / 100n + 10_000n;
+}
+
+async function deployWith(rt: Runtime, anchorer: string): Promise<Deployment> {
+  const factory = new ContractFactory(rt.artifact.abi, rt.artifact.bytecode);
+  const { data } = await factory.getDeployTransaction(anchorer);
+  let gas: bigint;
+  let nonce: number;
+  let fees: Fees;
+  try {
+    [gas, nonce, fees] = await Promise.all([
+      rt.provider.estimateGas({ from: rt.wallet.address, data }),
+      rt.sender.nextNonceChecked(),
+      rt.sender.currentFees(),
+    ]);
+  } catch (err) {
+    throw translateChainError(err, 'preparing the contract deployment', rt.iface);
+  }
+  let receipt: TransactionReceipt;
+  try {
+    receipt = await rt.sender.send({ to: null, data, gasLimit: gasWithMargin(gas) }, nonce, fees);
+  } catch (err) {
+    if (err instanceof NonceConflict) throw new DrisError('dependency_unavailable', 'another sender used the deployer nonce; deploy again', { cause: err });
+    throw err;
+  }
+  if (receipt.status !== 1 || receipt.contractAddress === null) {
+    throw new DrisError('dependency_unavailable', 'the contract deployment reverted', { extra: { txHash: receipt.hash } });
+  }
+  const deployment: Deployment = {
+    address: getAddress(receipt.contractAddress),
+    txHash: receipt.hash,
+    blockNumber: receipt.blockNumber,
+    chainId: rt.chainId,
+    deployer: rt.wallet.address,
+    anchorer: getAddress(anchorer),
+  };
+  rt.log.info({ ...deployment, compiler: rt.artifact.compiler, gasUsed: String(receipt.gasUsed) }, 'anchor contract deployed');
+  return deployment;
+}
+
+/**
+ * Deploys DrisAnchor with the signer as owner and `anchorerAddress` (default: the signer) as
+ * anchorer; resolves once the deployment has the configured confirmations. For `dris chain deploy`.
+ */
+export async function deployAnchorContract(options: DeployOptions): Promise<Deployment> {
+  const rt = await openRuntime(options);
+  try {
+    const anchorer = options.anchorerAddress ?? rt.wallet.address;
+    if (!isAddress(anchorer)) throw new DrisError('config_invalid', 'the anchorer is not an address');
+    return await deployWith(rt, anchorer);
+  } finally {
+    rt.closed = true;
+    rt.provider.destroy();
+  }
+}
+
+/** A serial executor with a bounded backlog. */
+class SerialQueue {
+  private tail: Promise<void> = Promise.resolve();
+  private size = 0;
+
+  constructor(private readonly max: number) {}
+
+  run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.size > this.max) {
+      return Promise.reject(new DrisError('overloaded', 'too many anchors are waiting for the chain', { extra: { queued: this.size } }));
+    }
+    this.size++;
+    const result = this.tail.then(task);
+    this.tail = result.then(
+      () => undefined,
+      () => undefined,
+    ).finally(() => {
+      this.size--;
+    });
+    return result;
+  }
+
+  /** Resolves once everything queued so far has settled. */
+  idle(): Promise<void> {
+    return this.tail;
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DrisError('timeout', `${what}: no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+export class EthersChain implements Chain {
+  /** Set when connect() deployed the contract: the caller persists the address. */
+  readonly deployment: Deployment | null;
+  private readonly contract: Contract;
+  private readonly queue: SerialQueue;
+  private readonly chainInfo: ChainInfo;
+
+  private constructor(
+    private readonly rt: Runtime,
+    readonly contractAddress: string,
+    deployment: Deployment | null,
+    private readonly options: EthersChainOptions,
+  ) {
+    this.deployment = deployment;
+    this.contract = new Contract(contractAddress, rt.artifact.abi, rt.wallet.connect(rt.provider));
+    this.queue = new SerialQueue(options.maxQueued ?? 16);
+    this.chainInfo = {
+      chainId: rt.chainId,
+      contractAddress,
+      rpcUrl: options.publicRpcUrl ?? defaultPublicRpcUrl(options.rpcUrl),
+      anchorerAddress: rt.wallet.address,
+      confirmations: options.confirmations ?? 1,
+      ...(options.explorerAddressUrl === undefined ? {} : { explorerAddressUrl: options.explorerAddressUrl }),
+      ...(options.explorerTxUrl === undefined ? {} : { explorerTxUrl: options.explorerTxUrl }),
+    };
+  }
+
+  /**
+   * Checks the chain id, finds (or deploys) the contract and verifies it answers as DrisAnchor.
+   * config_invalid: wrong chain id, no contract at the address, bad key; dependency_unavailable /
+   * timeout: the node does not answer.
+   */
+  static async connect(options: EthersChainOptions): Promise<EthersChain> {
+    const rt = await openRuntime(options, options.onTransaction);
+    try {
+      let address: string | null = null;
+      if (options.contractAddress !== undefined && options.contractAddress !== '') {
+        if (!isAddress(options.contractAddress)) throw new DrisError('config_invalid', 'the contract address is not an address');
+        address = getAddress(options.contractAddress);
+        let code: string;
+        try {
+          code = await rt.provider.getCode(address);
+        } catch (err) {
+          throw translateChainError(err, 'reading the contract code');
+        }
+        if (code === '0x') {
+          if (options.deployIfMissing !== true) {
+            throw new DrisError('config_invalid', `no contract at ${address} on chain id ${rt.chainId}`, { extra: { contractAddress: address } });
+          }
+          rt.log.warn({ contractAddress: address }, 'no contract at the recorded address (the chain lost its state): deploying again');
+          address = null;
+        }
+      } else if (options.deployIfMissing !== true) {
+        throw new DrisError('config_invalid', 'no contract address is configured; deploy one with `dris chain deploy`');
+      }
+      let deployment: Deployment | null = null;
+      if (address === null) {
+        deployment = await deployWith(rt, rt.wallet.address);
+        address = deployment.address;
+      }
+      const chain = new EthersChain(rt, address, deployment, options);
+      await chain.verifyContract();
+      return chain;
+    } catch (err) {
+      rt.closed = true;
+      rt.provider.destroy();
+      throw err;
+    }
+  }
+
+  private async verifyContract(): Promise<void> {
+    let anchorer: string;
+    try {
+      [anchorer] = (await Promise.all([this.contract.getFunction('anchorer').staticCall(), this.contract.getFunction('lastSequence').staticCall()])) as [string, bigint];
+    } catch (err) {
+      const e = translateChainError(err, 'reading the contract', this.rt.iface);
+      // A revert, or an answer that does not decode: some other contract lives there.
+      if (e.code === 'invalid_state' || isError(err, 'BAD_DATA')) throw new DrisError('config_invalid', `the code at ${this.contractAddress} is not a DrisAnchor contract`, { cause: err });
+      throw e;
+    }
+    if (getAddress(anchorer) !== this.rt.wallet.address) {
+      // Not fatal: a reader or a standby may hold another key; its anchors are refused (not_anchorer).
+      this.rt.log.warn({ contractAnchorer: anchorer, signer: this.rt.wallet.address }, 'the signing key is not the contract anchorer');
+    }
+  }
+
+  info(): ChainInfo {
+    return this.chainInfo;
+  }
+
+  async lastSequence(): Promise<number> {
+    this.assertOpen();
+    try {
+      return Number((await this.contract.getFunction('lastSequence').staticCall()) as bigint);
+    } catch (err) {
+      throw translateChainError(err, 'reading the last sequence', this.rt.iface);
+    }
+  }
+
+  async anchor(request: AnchorRequest): Promise<AnchorReceipt> {
+    this.assertOpen();
+    validateRequest(request);
+    return this.queue.run(() => this.anchorInOrder(request, 2));
+  }
+
+  private async anchorInOrder(request: AnchorRequest, conflictRetries: number): Promise<AnchorReceipt> {
+    this.assertOpen();
+    const args = [BigInt(request.batchSeq), `0x${request.merkleRoot}`, request.recordCount, request.batchId, request.manifestCid] as const;
+    const fn = this.contract.getFunction('anchor');
+    // The simulation runs against the state the previous anchor left (the queue is serial), so a
+    // refusal here is the contract's answer to this request, decoded without spending gas.
+    const [simulated, gas, nonce, fees] = await Promise.allSettled([
+      fn.staticCall(...args),
+      fn.estimateGas(...args),
+      this.rt.sender.nextNonceChecked(),
+      this.rt.sender.currentFees(),
+    ]);
+    if (simulated.status === 'rejected') throw translateChainError(simulated.reason, 'anchor', this.rt.iface);
+    if (gas.status === 'rejected') throw translateChainError(gas.reason, 'anchor', this.rt.iface);
+    if (nonce.status === 'rejected') throw translateChainError(nonce.reason, 'anchor', this.rt.iface);
+    if (fees.status === 'rejected') throw translateChainError(fees.reason, 'anchor', this.rt.iface);
+
+    const data = this.rt.iface.encodeFunctionData('anchor', args);
+    let receipt: TransactionReceipt;
+    try {
+      receipt = await this.rt.sender.send(
+        { to: this.contractAddress, data, gasLimit: gasWithMargin(gas.value), batchSeq: request.batchSeq },
+        nonce.value,
+        fees.value,
+      );
+    } catch (err) {
+      if (err instanceof NonceConflict) {
+        if (conflictRetries > 0) return this.anchorInOrder(request, conflictRetries - 1);
+        throw new DrisError('dependency_unavailable', 'another sender keeps using the anchorer nonce', { cause: err });
+      }
+      throw err;
+    }
+
+    if (receipt.status !== 1) {
+      // Mined but reverted: another transaction changed the contract between simulation and
+      // mining. Asking again names the reason.
+      try {
+        await fn.staticCall(...args);
+      } catch (err) {
+        const e = translateChainError(err, 'anchor', this.rt.iface);
+        throw new DrisError(e.code, e.message, { cause: err, extra: { ...e.extra, txHash: receipt.hash } });
+      }
+      throw new DrisError('invalid_state', 'the anchor transaction reverted', { extra: { reason: 'reverted', txHash: receipt.hash } });
+    }
+    const event = this.anchoredEvent(receipt);
+    const blockTimestamp = event?.timestamp ?? (await this.blockTimestamp(receipt.blockNumber));
+    this.rt.log.info(
+      { batchSeq: request.batchSeq, batchId: request.batchId, txHash: receipt.hash, blockNumber: receipt.blockNumber, gasUsed: String(receipt.gasUsed) },
+      'batch anchored',
+    );
+    return {
+      txHash: receipt.hash,
+      blockNumber: receipt.blockNumber,
+      blockTimestamp,
+      chainId: this.rt.chainId,
+      contractAddress: this.contractAddress,
+    };
+  }
+
+  private anchoredEvent(receipt: TransactionReceipt): { readonly timestamp: number } | null {
+    for (const log of receipt.logs) {
+      if (getAddress(log.address) !== this.contractAddress) continue;
+      const parsed = this.rt.iface.parseLog({ topics: [...log.topics], data: log.data });
+      if (parsed?.name === 'Anchored') return { timestamp: Number(parsed.args.getValue('timestamp') as bigint) };
+    }
+    return null;
+  }
+
+  private async blockTimestamp(blockNumber: number): Promise<number> {
+    try {
+      const block = await this.rt.provider.getBlock(blockNumber);
+      if (block === null) throw new DrisError('dependency_unavailable', `block ${blockNumber} is unknown to the node`);
+      return block.timestamp;
+    } catch (err) {
+      throw translateChainError(err, 'reading a block');
+    }
+  }
+
+  async anchorOf(merkleRoot: string): Promise<OnChainAnchor | null> {
+    this.assertOpen();
+    assertRoot(merkleRoot);
+    let result: [bigint, bigint];
+    try {
+      result = (await this.contract.getFunction('anchorOf').staticCall(`0x${merkleRoot}`)) as [bigint, bigint];
+    } catch (err) {
+      throw translateChainError(err, 'reading an anchor', this.rt.iface);
+    }
+    const [batchSeq, timestamp] = result;
+    if (batchSeq === 0n) return null;
+    return { batchSeq: Number(batchSeq), merkleRoot, anchoredAt: Number(timestamp) };
+  }
+
+  /**
+   * Null when the transaction is not (or no longer) in the canonical chain, or was mined but
+   * reverted: either way the anchor it carried is not on chain. Its block hash is checked against
+   * the canonical block, since some nodes keep serving a receipt for a while after a reorg.
+   */
+  async receiptOf(txHash: string): Promise<{ readonly blockNumber: number; readonly confirmations: number } | null> {
+    this.assertOpen();
+    if (!TX_HASH_RE.test(txHash)) throw new DrisError('validation_failed', 'a transaction hash is 0x and 64 hex digits');
+    try {
+      const [receipt, head] = await Promise.all([this.rt.provider.getTransactionReceipt(txHash), this.rt.provider.getBlockNumber()]);
+      if (receipt === null || receipt.status !== 1) return null;
+      const block = await this.rt.provider.getBlock(receipt.blockNumber);
+      if (block === null || block.hash !== receipt.blockHash) return null;
+      return { blockNumber: receipt.blockNumber, confirmations: Math.max(0, head - receipt.blockNumber + 1) };
+    } catch (err) {
+      throw translateChainError(err, 'reading a receipt');
+    }
+  }
+
+  /**
+   * The Anchored event of a root, searched from `fromBlock` (default: the deployment block): finds
+   * the transaction of an anchor whose hash was lost, e.g. one mined after its sender gave up.
+   * Public providers cap the block range of a log query; give a recent fromBlock there.
+   */
+  async findAnchorEvent(merkleRoot: string, fromBlock?: number): Promise<AnchorEvent | null> {
+    this.assertOpen();
+    assertRoot(merkleRoot);
+    const event = this.rt.iface.getEvent('Anchored');
+    if (event === null) throw new DrisError('internal_error', 'the contract ABI has no Anchored event');
+    try {
+      const logs = await this.rt.provider.getLogs({
+        address: this.contractAddress,
+        topics: [event.topicHash, null, `0x${merkleRoot}`],
+        fromBlock: fromBlock ?? this.options.deployBlock ?? this.deployment?.blockNumber ?? 0,
+        toBlock: 'latest',
+      });
+      const log = logs.at(-1);
+      if (log === undefined) return null;
+      const parsed = this.rt.iface.parseLog({ topics: [...log.topics], data: log.data });
+      if (parsed === null) return null;
+      return {
+        txHash: log.transactionHash,
+        blockNumber: log.blockNumber,
+        blockTimestamp: Number(parsed.args.getValue('timestamp') as bigint),
+        chainId: this.rt.chainId,
+        contractAddress: this.contractAddress,
+        batchSeq: Number(parsed.args.getValue('batchSeq') as bigint),
+        merkleRoot,
+        batchId: parsed.args.getValue('batchId') as string,
+        manifestCid: parsed.args.getValue('manifestCid') as string,
+        recordCount: Number(parsed.args.getValue('recordCount') as bigint),
+      };
+    } catch (err) {
+      throw translateChainError(err, 'searching anchor events');
+    }
+  }
+
+  async check(): Promise<void> {
+    this.assertOpen();
+    try {
+      await withTimeout(this.rt.provider.getBlockNumber(), this.options.checkTimeoutMs ?? 2_000, 'chain check');
+    } catch (err) {
+      throw translateChainError(err, 'chain check');
+    }
+  }
+
+  /** Refuses new work, ends the anchor in flight (its hashes are in the error), frees the provider. */
+  async close(): Promise<void> {
+    if (this.rt.closed) return;
+    this.rt.closed = true;
+    await this.queue.idle();
+    this.rt.provider.destroy();
+  }
+
+  private assertOpen(): void {
+    if (this.rt.closed) throw new DrisError('dependency_unavailable', 'the chain adapter is closed');
+  }
+}
+
+function assertRoot(merkleRoot: string): void {
+  if (!ROOT_RE.test(merkleRoot)) throw new DrisError('validation_failed', 'a Merkle root is 64 lowercase hex digits without 0x');
+}
+
+function validateRequest(r: AnchorRequest): void {
+  assertRoot(r.merkleRoot);
+  if (!Number.isSafeInteger(r.batchSeq) || r.batchSeq < 1) throw new DrisError('validation_failed', 'batchSeq must be a positive integer');
+  if (!Number.isInteger(r.recordCount) || r.recordCount < 0 || r.recordCount > UINT32_MAX) {
+    throw new DrisError('validation_failed', 'recordCount must fit in uint32');
+  }
+  if (r.batchId.length === 0 || r.manifestCid.length === 0) throw new DrisError('validation_failed', 'batchId and manifestCid must not be empty');
+}

@@ -1,0 +1,72 @@
+import { move, transferableSymbol, valueSymbol, workerData } from 'piscina';
+import type { FieldError } from '../../errors/dris-error.js';
+import { HASH_LEN } from '../../domain/hashing/merkle.js';
+import type { BodyShape, HashingBackend, PreparedPayload } from '../../domain/hashing/port.js';
+import type { RecordEnvelope } from '../../domain/records/types.js';
+import { loadHashingBackend, type HashBackendChoice } from './select-backend.js';
+import { owning } from './transfer.js';
+
+/**
+ * Piscina worker of the hashing pool. Each worker resolves its backend once (the same choice as
+ * the main thread); buffers travel in both directions as transfers, never as copies.
+ */
+
+export type HashTask =
+  | { readonly op: 'prepare'; readonly body: Uint8Array; readonly shape: BodyShape }
+  | { readonly op: 'recordHashes'; readonly envelopes: readonly RecordEnvelope[] }
+  | { readonly op: 'merkleRoot'; readonly leaves: Uint8Array }
+  | { readonly op: 'allProofs'; readonly leaves: Uint8Array }
+  | { readonly op: 'backend' };
+
+export interface PreparedMessage {
+  readonly body: Uint8Array;
+  readonly errors: readonly FieldError[];
+  readonly payloads: readonly (PreparedPayload | null)[];
+}
+
+export interface AllProofsMessage {
+  readonly treeSize: number;
+  readonly root: Uint8Array;
+  readonly hashes: Uint8Array;
+  readonly offsets: Uint32Array;
+}
+
+const data = (workerData ?? {}) as { backend?: HashBackendChoice };
+const backendReady: Promise<HashingBackend> = loadHashingBackend(data.backend ?? 'auto').then((l) => l.backend);
+
+function split32(packed: Uint8Array): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (let k = 0; k + HASH_LEN <= packed.length; k += HASH_LEN) out.push(packed.subarray(k, k + HASH_LEN));
+  return out;
+}
+
+function moved<T extends object>(value: T, buffers: ArrayBufferLike[]): unknown {
+  return move({ [transferableSymbol]: buffers, [valueSymbol]: value } as never);
+}
+
+export default async function run(task: HashTask): Promise<unknown> {
+  const backend = await backendReady;
+  switch (task.op) {
+    case 'prepare': {
+      const p = backend.prepareBody(task.body, task.shape);
+      // Plain objects: a lazy canonical text is materialised here, in the worker.
+      const payloads = p.payloads.map((x) => (x === null ? null : { canonical: x.canonical, payloadHash: x.payloadHash }));
+      const msg: PreparedMessage = { body: task.body, errors: p.errors, payloads };
+      return moved(msg, [task.body.buffer]);
+    }
+    case 'recordHashes':
+      return backend.recordHashes(task.envelopes);
+    case 'merkleRoot': {
+      const root = owning(backend.merkleRoot(split32(task.leaves)));
+      return moved(root, [root.buffer]);
+    }
+    case 'allProofs': {
+      const all = backend.allProofs(split32(task.leaves));
+      const msg: AllProofsMessage = { treeSize: all.treeSize, root: all.root.slice(), hashes: owning(all.hashes), offsets: owning(all.offsets) };
+      const buffers = new Set<ArrayBufferLike>([msg.root.buffer, msg.hashes.buffer, msg.offsets.buffer]);
+      return moved(msg, [...buffers]);
+    }
+    case 'backend':
+      return backend.name;
+  }
+}

@@ -1,0 +1,291 @@
+import { existsSync, readdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DrisError, type FieldError } from '../../errors/dris-error.js';
+import type { RecordEnvelope } from '../../domain/records/types.js';
+import { assertCanonicalizable } from '../../domain/hashing/canonical.js';
+import { HASH_LEN, MerkleHasher, type FlatProofs } from '../../domain/hashing/merkle.js';
+import type { BodyShape, HashBackendName, HashingBackend, PreparedBody, PreparedPayload } from '../../domain/hashing/port.js';
+import { envelopeCanonical } from '../../domain/hashing/record-hash.js';
+import { LazyPreparedBody } from './lazy-prepared-body.js';
+
+/** What native/src/lib.rs exports (napi-rs turns snake_case into camelCase). */
+interface AllProofsNative {
+  readonly root: Buffer;
+  readonly hashes: Buffer;
+  readonly offsets: Uint32Array;
+}
+
+export interface NativeAddon {
+  /** Encoded as Prepared::encode in native/src/lib.rs documents. */
+  prepareBody(body: Uint8Array, bulk: boolean): Buffer;
+  /** The same answer written into `out`; its length, or minus the length needed. */
+  prepareBodyInto(body: Uint8Array, bulk: boolean, out: Uint8Array): number;
+  prepareBodyAsync(body: Uint8Array, bulk: boolean): Promise<Buffer>;
+  sha256Lines(text: string): string;
+  sha256Hex(data: Uint8Array): string;
+  sha256(data: Uint8Array): Buffer;
+  canonicalizeJson(text: Uint8Array): string;
+  merkleRoot(data: Uint8Array, offsets?: Uint32Array | null): Buffer;
+  merkleAllProofs(data: Uint8Array, offsets?: Uint32Array | null): AllProofsNative;
+  merkleAllProofsAsync(data: Uint8Array, offsets?: Uint32Array | null): Promise<AllProofsNative>;
+  merkleInclusionProof(data: Uint8Array, offsets: Uint32Array | null | undefined, index: number): Buffer;
+  shaExtensions(): boolean;
+}
+
+const REQUIRED: readonly (keyof NativeAddon)[] = [
+  'prepareBody',
+  'prepareBodyInto',
+  'prepareBodyAsync',
+  'sha256Lines',
+  'sha256Hex',
+  'sha256',
+  'canonicalizeJson',
+  'merkleRoot',
+  'merkleAllProofs',
+  'merkleAllProofsAsync',
+  'merkleInclusionProof',
+  'shaExtensions',
+];
+
+function platformTag(): string {
+  const base = `${process.platform}-${process.arch}`;
+  if (process.platform !== 'linux') return base;
+  const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined;
+  return report?.header?.glibcVersionRuntime === undefined ? `${base}-musl` : `${base}-gnu`;
+}
+
+/** native/ of the project, found upward from this module (it runs from src/ or a dist dir). */
+function nativeDir(): string | undefined {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const candidate = join(dir, 'native');
+    if (existsSync(join(candidate, 'Cargo.toml'))) return candidate;
+    const parent = dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
+}
+
+/** The addon file: DRIS_NATIVE_ADDON, else native/dris-native.<platform>.node, else any dris-native*.node. */
+export function findNativeAddon(): string | undefined {
+  const explicit = process.env['DRIS_NATIVE_ADDON'];
+  if (explicit !== undefined && explicit !== '') return resolve(explicit);
+  const dir = nativeDir();
+  if (dir === undefined) return undefined;
+  const exact = join(dir, `dris-native.${platformTag()}.node`);
+  if (existsSync(exact)) return exact;
+  const any = readdirSync(dir).find((f) => f.startsWith('dris-native') && f.endsWith('.node'));
+  return any === undefined ? undefined : join(dir, any);
+}
+
+let cached: NativeAddon | undefined;
+
+/** Loads the addon once per thread; a missing or unloadable addon is DrisError('backend_unavailable'). */
+export function loadNativeAddon(): NativeAddon {
+  if (cached !== undefined) return cached;
+  const file = findNativeAddon();
+  if (file === undefined) {
+    throw new DrisError('backend_unavailable', 'native hashing addon not found: build it with `npm run build:native` (needs cargo)');
+  }
+  let addon: Partial<NativeAddon>;
+  try {
+    addon = createRequire(import.meta.url)(file) as Partial<NativeAddon>;
+  } catch (cause) {
+    throw new DrisError('backend_unavailable', `native hashing addon ${file} could not be loaded`, { cause });
+  }
+  const missing = REQUIRED.filter((k) => typeof addon[k] !== 'function');
+  if (missing.length > 0) {
+    throw new DrisError('backend_unavailable', `native hashing addon ${file} is stale (missing ${missing.join(', ')}): rebuild it`);
+  }
+  cached = addon as NativeAddon;
+  return cached;
+}
+
+/** Leaves as one buffer, plus offsets unless every leaf is 32 bytes. */
+function packLeaves(leaves: readonly Uint8Array[]): { data: Uint8Array; offsets: Uint32Array | null } {
+  let total = 0;
+  let uniform = true;
+  for (const l of leaves) {
+    total += l.length;
+    if (l.length !== HASH_LEN) uniform = false;
+  }
+  const data = new Uint8Array(total);
+  const offsets = uniform ? null : new Uint32Array(leaves.length + 1);
+  let at = 0;
+  for (let i = 0; i < leaves.length; i++) {
+    const l = leaves[i]!;
+    if (offsets !== null) offsets[i] = at;
+    data.set(l, at);
+    at += l.length;
+  }
+  if (offsets !== null) offsets[leaves.length] = at;
+  return { data, offsets };
+}
+
+/**
+ * Decodes prepareBody's answer (layout in native/src/lib.rs, Prepared::encode). `r` may be a
+ * reused scratch buffer: everything kept is copied out of it.
+ */
+function toPrepared(body: Uint8Array, r: Buffer, scratch: boolean): PreparedBody {
+  const errorsLen = r.readUInt32LE(8);
+  const n = r.readUInt32LE(12);
+  let at = 16 + 4 * n;
+  const errors: FieldError[] = errorsLen === 0 ? [] : (JSON.parse(r.toString('utf8', at, at + errorsLen)) as FieldError[]);
+  at += errorsLen;
+  let present = 0;
+  for (let i = 0; i < n; i++) if (r.readInt32LE(16 + 4 * i) >= 0) present++;
+  let hashAt = at;
+  let textAt = at + 32 * present;
+  // One copy of all canonical texts; the payloads decode their slices from it on demand.
+  let texts = r;
+  if (scratch) {
+    let total = 0;
+    for (let i = 0; i < n; i++) total += Math.max(0, r.readInt32LE(16 + 4 * i));
+    texts = Buffer.allocUnsafe(total);
+    r.copy(texts, 0, textAt, textAt + total);
+    textAt = 0;
+  }
+  const payloads: (PreparedPayload | null)[] = new Array<PreparedPayload | null>(n);
+  for (let i = 0; i < n; i++) {
+    const len = r.readInt32LE(16 + 4 * i);
+    if (len < 0) {
+      payloads[i] = null;
+      continue;
+    }
+    payloads[i] = lazyPayload(texts, textAt, textAt + len, r.toString('hex', hashAt, hashAt + 32));
+    hashAt += 32;
+    textAt += len;
+  }
+  return new LazyPreparedBody(body, errors, payloads);
+}
+
+/**
+ * The canonical text becomes a JS string on first read: UTF-8 to UTF-16 conversion is a large
+ * share of the cost, and a caller that stores bytes never pays it. An own enumerable getter, so
+ * spreading and JSON.stringify see the text.
+ */
+function lazyPayload(buf: Buffer, start: number, end: number, payloadHash: string): PreparedPayload {
+  let text: string | undefined;
+  return {
+    get canonical(): string {
+      return (text ??= buf.toString('utf8', start, end));
+    },
+    payloadHash,
+  };
+}
+
+/** The Rust addon of native/: parsing, RFC 8785, SHA-256 (SHA-NI) and Merkle trees in one call. */
+export class NativeHashingBackend implements HashingBackend {
+  readonly name: HashBackendName = 'native';
+  private readonly merkle: MerkleHasher;
+
+  private constructor(readonly addon: NativeAddon) {
+    this.merkle = new MerkleHasher({
+      digestInto: (data, out, offset) => {
+        out.set(addon.sha256(data), offset);
+      },
+    });
+  }
+
+  static load(): NativeHashingBackend {
+    return new NativeHashingBackend(loadNativeAddon());
+  }
+
+  /** Whether SHA-256 runs on the CPU's SHA extensions. */
+  get shaExtensions(): boolean {
+    return this.addon.shaExtensions();
+  }
+
+  private scratch: Buffer = Buffer.allocUnsafeSlow(64 * 1024);
+
+  prepareBody(body: Uint8Array, shape: BodyShape): PreparedBody {
+    const bulk = shape === 'bulk';
+    let used = this.addon.prepareBodyInto(body, bulk, this.scratch);
+    if (used < 0) {
+      this.scratch = Buffer.allocUnsafeSlow(Math.max(-used, 2 * this.scratch.length));
+      used = this.addon.prepareBodyInto(body, bulk, this.scratch);
+    }
+    return toPrepared(body, this.scratch.subarray(0, used), true);
+  }
+
+  /** prepareBody on the libuv thread pool, off the event loop; `body` must not change meanwhile. */
+  async prepareBodyAsync(body: Uint8Array, shape: BodyShape): Promise<PreparedBody> {
+    return toPrepared(body, await this.addon.prepareBodyAsync(body, shape === 'bulk'), false);
+  }
+
+  recordHashes(envelopes: readonly RecordEnvelope[]): string[] {
+    if (envelopes.length === 0) return [];
+    // Canonical JSON never holds a raw newline, so one string carries the whole batch.
+    let joined = envelopeCanonical(envelopes[0]!);
+    for (let i = 1; i < envelopes.length; i++) joined += '\n' + envelopeCanonical(envelopes[i]!);
+    const hex = this.addon.sha256Lines(joined);
+    const out = new Array<string>(envelopes.length);
+    for (let i = 0; i < envelopes.length; i++) out[i] = hex.slice(i * 64, i * 64 + 64);
+    return out;
+  }
+
+  canonicalize(value: unknown): string {
+    assertCanonicalizable(value);
+    return this.addon.canonicalizeJson(Buffer.from(JSON.stringify(value), 'utf8'));
+  }
+
+  sha256Hex(data: Uint8Array): string {
+    return this.addon.sha256Hex(data);
+  }
+
+  merkleRoot(leaves: readonly Uint8Array[]): Uint8Array {
+    const { data, offsets } = packLeaves(leaves);
+    return new Uint8Array(this.addon.merkleRoot(data, offsets));
+  }
+
+  /** Root of leaves of 32 bytes each, already packed back to back (no copy). */
+  merkleRootPacked(leaves32: Uint8Array): Uint8Array {
+    return new Uint8Array(this.addon.merkleRoot(leaves32, null));
+  }
+
+  inclusionProof(leaves: readonly Uint8Array[], index: number): Uint8Array[] {
+    const { data, offsets } = packLeaves(leaves);
+    if (!Number.isSafeInteger(index) || index < 0 || index >= leaves.length) throw new RangeError(`leaf index ${index} outside 0..${leaves.length - 1}`);
+    const buf = this.addon.merkleInclusionProof(data, offsets, index);
+    const out: Uint8Array[] = [];
+    for (let k = 0; k < buf.length; k += HASH_LEN) out.push(new Uint8Array(buf.buffer, buf.byteOffset + k, HASH_LEN));
+    return out;
+  }
+
+  allProofs(leaves: readonly Uint8Array[]): FlatProofs {
+    const { data, offsets } = packLeaves(leaves);
+    return toFlat(leaves.length, this.addon.merkleAllProofs(data, offsets));
+  }
+
+  async allProofsAsync(leaves: readonly Uint8Array[]): Promise<FlatProofs> {
+    const { data, offsets } = packLeaves(leaves);
+    return toFlat(leaves.length, await this.addon.merkleAllProofsAsync(data, offsets));
+  }
+
+  leafHash(leaf: Uint8Array): Uint8Array {
+    return this.merkle.leafHash(leaf);
+  }
+
+  verifyInclusion(leafHash: Uint8Array, index: number, treeSize: number, proof: readonly Uint8Array[], root: Uint8Array): boolean {
+    return this.merkle.verifyInclusion(leafHash, index, treeSize, proof, root);
+  }
+
+  consistencyProof(leaves: readonly Uint8Array[], oldSize: number): Uint8Array[] {
+    return this.merkle.consistencyProof(leaves, oldSize);
+  }
+
+  verifyConsistency(oldSize: number, newSize: number, proof: readonly Uint8Array[], oldRoot: Uint8Array, newRoot: Uint8Array): boolean {
+    return this.merkle.verifyConsistency(oldSize, newSize, proof, oldRoot, newRoot);
+  }
+}
+
+function toFlat(treeSize: number, r: AllProofsNative): FlatProofs {
+  return {
+    treeSize,
+    root: new Uint8Array(r.root.buffer, r.root.byteOffset, r.root.byteLength),
+    hashes: new Uint8Array(r.hashes.buffer, r.hashes.byteOffset, r.hashes.byteLength),
+    offsets: r.offsets,
+  };
+}

@@ -1,0 +1,345 @@
+import { DrisError } from '../../errors/dris-error.js';
+import type { FormedBatch } from '../../domain/pipeline/batch-formation.js';
+import type { PipelineStore, RecordTrace, SnapshotQuery } from '../../domain/pipeline/ports.js';
+import type { Batch, BatchStatus, LifecycleEntry, Snapshot, SnapshotStatus } from '../../domain/pipeline/types.js';
+import { dateTime64Text, toPendingRecord, encodeCursor, decodeCursor } from './clickhouse-record-index.js';
+import { databaseIdentifier, MAX_PAGE_LIMIT } from './sql.js';
+import type { SqlRunner } from './sql-runner.js';
+
+/**
+ * The pipeline's state in ClickHouse, on the same engine as the hot index. Rows are replaced
+ * whole with a higher version (ReplacingMergeTree) and read with FINAL; lifecycle entries are
+ * appended with a deterministic id, so a retried write lists once.
+ */
+
+type Int64Out = number | string;
+
+interface BatchRow {
+  batch_id: string;
+  created_at_ms: Int64Out;
+  status: string;
+  tree_size: number;
+  merkle_root: string;
+  leaves: string[];
+  ingest_ids: string[];
+  tenants: string[];
+  batch_seq: Int64Out | null;
+  manifest_cid: string | null;
+  prev_batch_id: string | null;
+  prev_merkle_root: string | null;
+  prev_cid: string | null;
+  chain_id: Int64Out | null;
+  contract_address: string | null;
+  tx_hash: string | null;
+  block_number: Int64Out | null;
+  anchored_at_ms: Int64Out | null;
+  attempts: number;
+  last_error: string | null;
+}
+
+interface SnapshotRow {
+  snapshot_id: string;
+  tenant_id: string;
+  batch_id: string;
+  status: string;
+  record_ids: string[];
+  ingest_ids: string[];
+  record_count: number;
+  snapshot_hash: string;
+  merkle_root: string | null;
+  anchor_timestamp_ms: Int64Out | null;
+  on_chain_confirmed: boolean | number;
+  chain_tx_hash: string | null;
+  created_at_ms: Int64Out;
+}
+
+const n = (v: Int64Out): number => Number(v);
+const nn = (v: Int64Out | null): number | null => (v === null ? null : Number(v));
+
+const BATCH_COLUMNS = `batch_id, toUnixTimestamp64Milli(created_at) AS created_at_ms, status, tree_size, merkle_root, leaves, ingest_ids,
+  tenants, batch_seq, manifest_cid, prev_batch_id, prev_merkle_root, prev_cid, chain_id, contract_address, tx_hash,
+  block_number, toUnixTimestamp64Milli(anchored_at) AS anchored_at_ms, attempts, last_error`;
+const SNAPSHOT_COLUMNS = `snapshot_id, tenant_id, batch_id, status, record_ids, ingest_ids, record_count, snapshot_hash, merkle_root,
+  toUnixTimestamp64Milli(anchor_timestamp) AS anchor_timestamp_ms, on_chain_confirmed, chain_tx_hash,
+  toUnixTimestamp64Milli(created_at) AS created_at_ms`;
+
+function toBatch(r: BatchRow): Batch {
+  return {
+    batchId: r.batch_id,
+    createdAtMs: n(r.created_at_ms),
+    status: r.status as BatchStatus,
+    treeSize: Number(r.tree_size),
+    merkleRoot: r.merkle_root,
+    leaves: r.leaves,
+    ingestIds: r.ingest_ids,
+    tenants: r.tenants,
+    batchSeq: nn(r.batch_seq),
+    manifestCid: r.manifest_cid,
+    previous: r.prev_batch_id === null || r.prev_merkle_root === null || r.prev_cid === null ? null : { batchId: r.prev_batch_id, merkleRoot: r.prev_merkle_root, cid: r.prev_cid },
+    chainId: nn(r.chain_id),
+    contractAddress: r.contract_address,
+    txHash: r.tx_hash,
+    blockNumber: nn(r.block_number),
+    anchoredAtMs: nn(r.anchored_at_ms),
+    attempts: Number(r.attempts),
+    lastError: r.last_error,
+  };
+}
+
+function toSnapshot(r: SnapshotRow): Snapshot {
+  return {
+    snapshotId: r.snapshot_id,
+    tenantId: r.tenant_id,
+    batchId: r.batch_id,
+    status: r.status as SnapshotStatus,
+    recordIds: r.record_ids,
+    ingestIds: r.ingest_ids,
+    recordCount: Number(r.record_count),
+    snapshotHash: r.snapshot_hash,
+    merkleRoot: r.merkle_root,
+    anchorTimestampMs: nn(r.anchor_timestamp_ms),
+    onChainConfirmed: r.on_chain_confirmed === true || r.on_chain_confirmed === 1,
+    chainTxHash: r.chain_tx_hash,
+    createdAtMs: n(r.created_at_ms),
+  };
+}
+
+export class ClickHousePipelineStore implements PipelineStore {
+  readonly #db: string;
+  #lastVersion = 0;
+
+  constructor(
+    private readonly runner: SqlRunner,
+    database: string,
+  ) {
+    this.#db = databaseIdentifier(database);
+  }
+
+  /** Strictly increasing within the process, so a later write of the same row always wins. */
+  #version(): number {
+    const now = Date.now() * 1000;
+    this.#lastVersion = Math.max(now, this.#lastVersion + 1);
+    return this.#lastVersion;
+  }
+
+  #batchRow(b: Batch): object {
+    return {
+      batch_id: b.batchId,
+      created_at: dateTime64Text(b.createdAtMs),
+      status: b.status,
+      tree_size: b.treeSize,
+      merkle_root: b.merkleRoot,
+      leaves: b.leaves,
+      ingest_ids: b.ingestIds,
+      tenants: b.tenants,
+      batch_seq: b.batchSeq,
+      manifest_cid: b.manifestCid,
+      prev_batch_id: b.previous?.batchId ?? null,
+      prev_merkle_root: b.previous?.merkleRoot ?? null,
+      prev_cid: b.previous?.cid ?? null,
+      chain_id: b.chainId,
+      contract_address: b.contractAddress,
+      tx_hash: b.txHash,
+      block_number: b.blockNumber,
+      anchored_at: b.anchoredAtMs === null ? null : dateTime64Text(b.anchoredAtMs),
+      attempts: b.attempts,
+      last_error: b.lastError,
+      version: this.#version(),
+    };
+  }
+
+  #snapshotRow(s: Snapshot): object {
+    return {
+      tenant_id: s.tenantId,
+      snapshot_id: s.snapshotId,
+      batch_id: s.batchId,
+      status: s.status,
+      record_ids: s.recordIds,
+      ingest_ids: s.ingestIds,
+      record_count: s.recordCount,
+      snapshot_hash: s.snapshotHash,
+      merkle_root: s.merkleRoot,
+      anchor_timestamp: s.anchorTimestampMs === null ? null : dateTime64Text(s.anchorTimestampMs),
+      on_chain_confirmed: s.onChainConfirmed,
+      chain_tx_hash: s.chainTxHash,
+      created_at: dateTime64Text(s.createdAtMs),
+      version: this.#version(),
+    };
+  }
+
+  #lifecycleRows(entries: readonly LifecycleEntry[]): object[] {
+    return entries.map((e) => ({
+      tenant_id: e.tenantId,
+      snapshot_id: e.snapshotId,
+      at: dateTime64Text(e.atMs),
+      // Deterministic: rewriting the same transition (a re-formed batch) lists it once.
+      entry_id: `${e.state}:${e.attempt}:${e.atMs}`,
+      state: e.state,
+      reason: e.reason,
+      attempt: e.attempt,
+    }));
+  }
+
+  async saveFormedBatch(f: FormedBatch): Promise<void> {
+    const assign = new Map(f.assignments.map((a) => [a.ingestId, a]));
+    // Records carry their place in the tree; the batch row, written last, is the commit marker.
+    const rowVersion = 2 + this.#version();
+    const records = f.records.map((r) => {
+      const a = assign.get(r.ingestId);
+      if (a === undefined) throw new DrisError('internal_error', 'record without leaf assignment');
+      const { row } = toPendingRecord(r);
+      return { ...row, snapshot_id: a.snapshotId, batch_id: a.batchId, leaf_index: a.leafIndex, tree_size: a.treeSize, merkle_proof: [...a.proof], status: 'Batched', row_version: rowVersion };
+    });
+    await this.runner.insertJsonEachRow(`${this.#db}.records`, records);
+    await this.runner.insertJsonEachRow(`${this.#db}.snapshots`, f.snapshots.map((s) => this.#snapshotRow(s)));
+    await this.runner.insertJsonEachRow(`${this.#db}.snapshot_lifecycle`, this.#lifecycleRows(f.lifecycle));
+    await this.runner.insertJsonEachRow(`${this.#db}.batches`, [this.#batchRow(f.batch)]);
+  }
+
+  async batchedIngestIds(ingestIds: readonly string[]): Promise<Set<string>> {
+    if (ingestIds.length === 0) return new Set();
+    const rows = await this.runner.query<{ id: string }>(
+      `SELECT id FROM (SELECT arrayJoin(ingest_ids) AS id FROM ${this.#db}.batches FINAL WHERE hasAny(ingest_ids, {ids:Array(String)})) WHERE id IN {ids:Array(String)}`,
+      { ids: ingestIds },
+    );
+    return new Set(rows.map((r) => r.id));
+  }
+
+  async batchesByStatus(status: BatchStatus, limit: number): Promise<Batch[]> {
+    const rows = await this.runner.query<BatchRow>(
+      `SELECT ${BATCH_COLUMNS} FROM ${this.#db}.batches FINAL WHERE status = {status:String} ORDER BY created_at, batch_id LIMIT {limit:UInt32}`,
+      { status, limit },
+    );
+    return rows.map(toBatch);
+  }
+
+  async latestAnchoredBatch(): Promise<Batch | null> {
+    const rows = await this.runner.query<BatchRow>(
+      `SELECT ${BATCH_COLUMNS} FROM ${this.#db}.batches FINAL WHERE status = 'Anchored' ORDER BY batch_seq DESC LIMIT 1`,
+    );
+    return rows[0] === undefined ? null : toBatch(rows[0]);
+  }
+
+  async getBatch(batchId: string): Promise<Batch | null> {
+    const rows = await this.runner.query<BatchRow>(`SELECT ${BATCH_COLUMNS} FROM ${this.#db}.batches FINAL WHERE batch_id = {batchId:String}`, { batchId });
+    return rows[0] === undefined ? null : toBatch(rows[0]);
+  }
+
+  async putBatch(batch: Batch): Promise<void> {
+    await this.runner.insertJsonEachRow(`${this.#db}.batches`, [this.#batchRow(batch)]);
+  }
+
+  async snapshotsOfBatch(batchId: string): Promise<Snapshot[]> {
+    const rows = await this.runner.query<SnapshotRow>(
+      `SELECT ${SNAPSHOT_COLUMNS} FROM ${this.#db}.snapshots FINAL WHERE batch_id = {batchId:String} ORDER BY tenant_id`,
+      { batchId },
+    );
+    return rows.map(toSnapshot);
+  }
+
+  async putSnapshots(snapshots: readonly Snapshot[], lifecycle: readonly LifecycleEntry[]): Promise<void> {
+    if (snapshots.length > 0) await this.runner.insertJsonEachRow(`${this.#db}.snapshots`, snapshots.map((s) => this.#snapshotRow(s)));
+    if (lifecycle.length > 0) await this.runner.insertJsonEachRow(`${this.#db}.snapshot_lifecycle`, this.#lifecycleRows(lifecycle));
+  }
+
+  async getSnapshot(tenantId: string, snapshotId: string): Promise<Snapshot | null> {
+    const rows = await this.runner.query<SnapshotRow>(
+      `SELECT ${SNAPSHOT_COLUMNS} FROM ${this.#db}.snapshots FINAL WHERE tenant_id = {tenantId:String} AND snapshot_id = {snapshotId:String}`,
+      { tenantId, snapshotId },
+    );
+    return rows[0] === undefined ? null : toSnapshot(rows[0]);
+  }
+
+  async listSnapshots(q: SnapshotQuery): Promise<{ items: Snapshot[]; nextCursor: string | null }> {
+    const limit = Math.min(Math.max(1, Math.trunc(q.limit)), MAX_PAGE_LIMIT);
+    const where = ['tenant_id = {tenantId:String}'];
+    const params: Record<string, string | number> = { tenantId: q.tenantId, limit: limit + 1 };
+    if (q.recordId !== undefined) {
+      where.push('has(record_ids, {recordId:String})');
+      params['recordId'] = q.recordId;
+    }
+    if (q.status !== undefined) {
+      where.push('status = {status:String}');
+      params['status'] = q.status;
+    }
+    if (q.cursor !== undefined) {
+      let after: [number, string];
+      try {
+        after = decodeCursor(q.cursor);
+      } catch {
+        throw new DrisError('validation_failed', 'invalid cursor', { fields: [{ path: 'cursor', code: 'invalid_format', message: 'is not a cursor of this listing' }] });
+      }
+      where.push(`(created_at > fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC') OR (created_at = fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC') AND snapshot_id > {afterId:String}))`);
+      params['afterMs'] = after[0];
+      params['afterId'] = after[1];
+    }
+    const rows = await this.runner.query<SnapshotRow>(
+      `SELECT ${SNAPSHOT_COLUMNS} FROM ${this.#db}.snapshots FINAL WHERE ${where.join(' AND ')} ORDER BY created_at, snapshot_id LIMIT {limit:UInt32}`,
+      params,
+    );
+    const items = rows.slice(0, limit).map(toSnapshot);
+    const last = items.at(-1);
+    return { items, nextCursor: rows.length > limit && last !== undefined ? encodeCursor(last.createdAtMs, last.snapshotId) : null };
+  }
+
+  async lifecycleOf(tenantId: string, snapshotId: string): Promise<LifecycleEntry[]> {
+    const rows = await this.runner.query<{ state: string; at_ms: Int64Out; reason: string; attempt: number }>(
+      `SELECT state, toUnixTimestamp64Milli(at) AS at_ms, reason, attempt FROM ${this.#db}.snapshot_lifecycle
+       WHERE tenant_id = {tenantId:String} AND snapshot_id = {snapshotId:String}
+       ORDER BY at, entry_id LIMIT 1 BY entry_id`,
+      { tenantId, snapshotId },
+    );
+    return rows.map((r) => ({ snapshotId, tenantId, state: r.state as LifecycleEntry['state'], atMs: n(r.at_ms), reason: r.reason, attempt: Number(r.attempt) }));
+  }
+
+  async traceRecord(tenantId: string, q: { collection: string; recordId: string; database?: string; recordVersion?: string }): Promise<RecordTrace[]> {
+    const where = ['tenant_id = {tenantId:String}', 'collection = {collection:String}', 'record_id = {recordId:String}'];
+    const params: Record<string, string> = { tenantId, collection: q.collection, recordId: q.recordId };
+    if (q.database !== undefined) {
+      where.push('database = {database:String}');
+      params['database'] = q.database;
+    }
+    if (q.recordVersion !== undefined) {
+      where.push('record_version = {recordVersion:String}');
+      params['recordVersion'] = q.recordVersion;
+    }
+    const rows = await this.runner.query<{
+      ingest_id: string;
+      tenant_id: string;
+      database: string;
+      collection: string;
+      record_id: string;
+      record_version: string;
+      record_hash: string;
+      accepted_at_ms: Int64Out;
+      indexed_at_ms: Int64Out;
+      snapshot_id: string | null;
+      batch_id: string | null;
+      leaf_index: number | null;
+      tree_size: number | null;
+      merkle_proof: string[];
+    }>(
+      `SELECT ingest_id, tenant_id, database, collection, record_id, record_version, record_hash,
+              toUnixTimestamp64Milli(accepted_at) AS accepted_at_ms, toUnixTimestamp64Milli(indexed_at) AS indexed_at_ms,
+              snapshot_id, batch_id, leaf_index, tree_size, merkle_proof
+       FROM ${this.#db}.records FINAL WHERE ${where.join(' AND ')} ORDER BY accepted_at, ingest_id LIMIT 1000`,
+      params,
+    );
+    return rows.map((r) => ({
+      ingestId: r.ingest_id,
+      tenantId: r.tenant_id,
+      database: r.database,
+      collection: r.collection,
+      recordId: r.record_id,
+      recordVersion: r.record_version,
+      recordHash: r.record_hash,
+      acceptedAtMs: n(r.accepted_at_ms),
+      indexedAtMs: n(r.indexed_at_ms),
+      snapshotId: r.snapshot_id,
+      batchId: r.batch_id,
+      leafIndex: r.leaf_index === null ? null : Number(r.leaf_index),
+      treeSize: r.tree_size === null ? null : Number(r.tree_size),
+      merkleProof: r.merkle_proof,
+    }));
+  }
+}

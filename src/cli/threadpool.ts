@@ -1,0 +1,7 @@
+/**
+ * Imported first by the CLI: libuv sizes its thread pool on first use, and dris shares that pool
+ * between chDB's asynchronous queries and the queue log's writes and fdatasync. With the default
+ * four threads a few long index inserts would make every 202 wait for them.
+ */
+process.env['UV_THREADPOOL_SIZE'] ??= '16';
+export {};

@@ -1,0 +1,124 @@
+import type { FormedBatch } from './batch-formation.js';
+import type { Batch, BatchStatus, LifecycleEntry, Snapshot } from './types.js';
+
+/**
+ * Ports of the anchoring pipeline: content-addressed storage for batch manifests (IPFS) and the
+ * chain that commits batch roots. The accumulator and the anchorer depend on these only.
+ */
+
+/** Content-addressed storage of manifests. */
+export interface Pinner {
+  /**
+   * Adds bytes as UnixFS (CIDv1, sha2-256, raw leaves, 256 KiB chunks) and pins them; returns the
+   * CID (base32 text). The same bytes give the same CID on every adapter.
+   */
+  add(bytes: Uint8Array): Promise<string>;
+  /** The whole content of a CID, verified against it; DrisError('not_found') when absent. */
+  cat(cid: string, options?: { readonly timeoutMs?: number }): Promise<Uint8Array>;
+  check(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** What one anchor transaction commits (DECISIONS, anchor contract). */
+export interface AnchorRequest {
+  /** Exactly the contract's last sequence + 1. */
+  readonly batchSeq: number;
+  /** 32-byte root, lowercase hex without 0x. */
+  readonly merkleRoot: string;
+  readonly recordCount: number;
+  readonly batchId: string;
+  readonly manifestCid: string;
+}
+
+/** A mined anchor, as the chain reports it. */
+export interface AnchorReceipt {
+  readonly txHash: string;
+  readonly blockNumber: number;
+  /** Block timestamp, epoch seconds. */
+  readonly blockTimestamp: number;
+  readonly chainId: number;
+  readonly contractAddress: string;
+}
+
+/** An anchor read back from the contract's storage. */
+export interface OnChainAnchor {
+  readonly batchSeq: number;
+  readonly merkleRoot: string;
+  /** Block timestamp of the anchoring, epoch seconds. */
+  readonly anchoredAt: number;
+}
+
+export interface ChainInfo {
+  readonly chainId: number;
+  readonly contractAddress: string;
+  /** JSON-RPC URL anyone may use to check anchors (the embedded node's, or the configured one). */
+  readonly rpcUrl: string;
+  readonly anchorerAddress: string;
+  readonly confirmations: number;
+  /** Explorer link templates with `{address}` / `{tx}` placeholders, when configured. */
+  readonly explorerAddressUrl?: string;
+  readonly explorerTxUrl?: string;
+}
+
+export interface Chain {
+  info(): ChainInfo;
+  /** The contract's last committed batchSeq (0 before the first anchor). */
+  lastSequence(): Promise<number>;
+  /**
+   * Submits the anchor and resolves once it has the configured confirmations. Throws
+   * DrisError('invalid_state') when the contract refuses the sequence or the root (a stale
+   * leader, or already anchored), 'dependency_unavailable' / 'timeout' when the node is unreachable.
+   */
+  anchor(request: AnchorRequest): Promise<AnchorReceipt>;
+  /** The anchor stored for a root, read from the contract now; null when none. */
+  anchorOf(merkleRoot: string): Promise<OnChainAnchor | null>;
+  /** Whether a transaction is still in the canonical chain, with its confirmations; null when not. */
+  receiptOf(txHash: string): Promise<{ readonly blockNumber: number; readonly confirmations: number } | null>;
+  check(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface SnapshotQuery {
+  readonly tenantId: string;
+  readonly recordId?: string;
+  readonly status?: string;
+  readonly limit: number;
+  readonly cursor?: string;
+}
+
+/** A record's place in the pipeline, for its timeline. */
+export interface RecordTrace {
+  readonly ingestId: string;
+  readonly tenantId: string;
+  readonly database: string;
+  readonly collection: string;
+  readonly recordId: string;
+  readonly recordVersion: string;
+  readonly recordHash: string;
+  readonly acceptedAtMs: number;
+  readonly indexedAtMs: number;
+  readonly snapshotId: string | null;
+  readonly batchId: string | null;
+  readonly leafIndex: number | null;
+  readonly treeSize: number | null;
+  readonly merkleProof: readonly string[];
+}
+
+/** Durable state of the pipeline: batches, snapshots, lifecycle and records' leaf assignments. */
+export interface PipelineStore {
+  /** Writes a formed batch; idempotent (the same batch written twice is stored once). */
+  saveFormedBatch(formed: FormedBatch): Promise<void>;
+  /** Which of these ingestIds already belong to a stored batch. */
+  batchedIngestIds(ingestIds: readonly string[]): Promise<Set<string>>;
+  batchesByStatus(status: BatchStatus, limit: number): Promise<Batch[]>;
+  /** The anchored batch with the highest batchSeq. */
+  latestAnchoredBatch(): Promise<Batch | null>;
+  getBatch(batchId: string): Promise<Batch | null>;
+  putBatch(batch: Batch): Promise<void>;
+  snapshotsOfBatch(batchId: string): Promise<Snapshot[]>;
+  putSnapshots(snapshots: readonly Snapshot[], lifecycle: readonly LifecycleEntry[]): Promise<void>;
+  getSnapshot(tenantId: string, snapshotId: string): Promise<Snapshot | null>;
+  listSnapshots(query: SnapshotQuery): Promise<{ items: Snapshot[]; nextCursor: string | null }>;
+  lifecycleOf(tenantId: string, snapshotId: string): Promise<LifecycleEntry[]>;
+  traceRecord(tenantId: string, q: { collection: string; recordId: string; database?: string; recordVersion?: string }): Promise<RecordTrace[]>;
+}
