@@ -3,13 +3,18 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describeConfig, type Config } from './config/config.js';
 import { DrisError } from './errors/dris-error.js';
-import type { RecordIndex, RecordQueue } from './domain/records/ports.js';
+import type { RecordQueue } from './domain/records/ports.js';
+import type { ClickHouseRecordIndex } from './adapters/index/clickhouse-record-index.js';
+import type { Chain, Pinner } from './domain/pipeline/ports.js';
 import type { AdmissionStore } from './domain/limits/ports.js';
-import type { KeyStore } from './domain/keys/types.js';
-import type { AuditLog } from './domain/audit/ports.js';
 import { Authenticator } from './app/authenticator.js';
 import { IngestService } from './app/ingest-service.js';
 import { Indexer, DEFAULT_INDEXER_OPTIONS } from './app/indexer.js';
+import { Accumulator } from './app/accumulator.js';
+import { Anchorer } from './app/anchorer.js';
+import { ClickHousePipelineStore } from './adapters/index/clickhouse-pipeline-store.js';
+import { pipelineRoutes } from './http/pipeline-routes.js';
+import type { Route } from './http/router.js';
 import { KeyAdmin, resolveAdminToken } from './app/key-admin.js';
 import { healthReporter, type Probe } from './app/health.js';
 import { InlineHasher } from './app/inline-hasher.js';
@@ -32,7 +37,7 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
-type Index = RecordIndex & KeyStore & AuditLog;
+type Index = ClickHouseRecordIndex;
 
 export function packageVersion(): string {
   const here = path.dirname(fileURLToPath(import.meta.url));
@@ -73,8 +78,77 @@ async function openQueue(cfg: Config): Promise<{ queue: RecordQueue; adapter: st
     });
     return { queue, adapter: 'nats' };
   }
-  const queue = EmbeddedQueue.open({ dir: path.join(cfg.dataDir, 'queue'), consumers: [DEFAULT_INDEXER_OPTIONS.consumer], maxPendingPublishes: cfg.maxPendingPublishes });
+  const queue = EmbeddedQueue.open({ dir: path.join(cfg.dataDir, 'queue'), consumers: [DEFAULT_INDEXER_OPTIONS.consumer, ACCUMULATOR_CONSUMER], maxPendingPublishes: cfg.maxPendingPublishes });
   return { queue, adapter: 'embedded' };
+}
+
+const ACCUMULATOR_CONSUMER = 'accumulator';
+
+interface Pipeline {
+  readonly pinner: Pinner;
+  readonly chain: Chain;
+  readonly gateway: Route[];
+  readonly adapters: { readonly ipfs: string; readonly chain: string };
+  close(): Promise<void>;
+}
+
+/** IPFS and the chain: embedded (blockstore + anvil under DRIS_DATA_DIR) unless URLs are configured. */
+async function openPipeline(cfg: Config): Promise<Pipeline> {
+  const closers: (() => Promise<void>)[] = [];
+  let pinner: Pinner;
+  let gateway: Route[] = [];
+  if (cfg.ipfsApiUrl !== undefined) {
+    const { KuboPinner } = await import('./adapters/ipfs/kubo-pinner.js');
+    pinner = new KuboPinner({ url: cfg.ipfsApiUrl });
+  } else {
+    const { EmbeddedPinner } = await import('./adapters/ipfs/embedded-pinner.js');
+    const { ipfsGatewayRoutes } = await import('./http/ipfs-gateway-routes.js');
+    const embedded = await EmbeddedPinner.open({ directory: path.join(cfg.dataDir, 'ipfs') });
+    pinner = embedded;
+    gateway = ipfsGatewayRoutes(embedded);
+  }
+  closers.push(() => pinner.close());
+  let chain: Chain;
+  const c = cfg.chain;
+  const common = {
+    confirmations: c.confirmations,
+    ...(c.explorerAddressUrl !== undefined ? { explorerAddressUrl: c.explorerAddressUrl } : {}),
+    ...(c.explorerTxUrl !== undefined ? { explorerTxUrl: c.explorerTxUrl } : {}),
+  };
+  try {
+    if (c.rpcUrl !== undefined) {
+      const { EthersChain } = await import('./adapters/chain/ethers-chain.js');
+      const signer =
+        c.anchorerKey !== undefined
+          ? { privateKey: c.anchorerKey }
+          : { keystorePath: c.keystoreFile ?? '', keystorePassword: c.keystorePassword ?? '' };
+      chain = await EthersChain.connect({
+        ...common,
+        rpcUrl: c.rpcUrl,
+        chainId: c.chainId ?? 31337,
+        signer,
+        ...(c.contractAddress !== undefined ? { contractAddress: c.contractAddress } : {}),
+      });
+      closers.push(() => chain.close());
+    } else {
+      const { startEmbeddedChain } = await import('./adapters/chain/embedded-chain.js');
+      const embedded = await startEmbeddedChain({ ...common, dataDir: cfg.dataDir, ...(c.chainId !== undefined ? { chainId: c.chainId } : {}) });
+      chain = embedded.chain;
+      closers.push(() => embedded.close());
+    }
+  } catch (err) {
+    for (const close of closers.reverse()) await close();
+    throw err;
+  }
+  return {
+    pinner,
+    chain,
+    gateway,
+    adapters: { ipfs: cfg.ipfsApiUrl === undefined ? 'embedded' : 'kubo', chain: c.rpcUrl === undefined ? 'embedded-anvil' : 'json-rpc' },
+    close: async () => {
+      for (const close of closers.reverse()) await close();
+    },
+  };
 }
 
 async function openAdmission(cfg: Config): Promise<{ store: AdmissionStore; adapter: string }> {
@@ -139,6 +213,30 @@ export async function startService(cfg: Config): Promise<RunningService> {
       closers.push(() => running.stop());
     }
 
+    const store = new ClickHousePipelineStore(index.runner, index.database);
+    let anchorer: Anchorer | null = null;
+    let pipeline: Pipeline | null = null;
+    if (cfg.roles.includes('anchorer')) {
+      const opened = await openPipeline(cfg);
+      pipeline = opened;
+      closers.push(() => opened.close());
+      probes.push({ name: 'ipfs', adapter: opened.adapters.ipfs, check: () => opened.pinner.check() });
+      probes.push({ name: 'chain', adapter: opened.adapters.chain, check: () => opened.chain.check() });
+      const active = new Anchorer(store, opened.pinner, opened.chain, hashing.backend, {
+        maxAttempts: cfg.anchorRetry.maxAttempts,
+        baseDelayMs: cfg.anchorRetry.baseDelayMs,
+        maxDelayMs: cfg.anchorRetry.maxDelayMs,
+        idleMs: 1000,
+      });
+      anchorer = active;
+      await active.start();
+      closers.push(() => active.stop());
+      const accumulator = new Accumulator(queue, store, hashing.backend, { consumer: ACCUMULATOR_CONSUMER, maxRecords: cfg.batchMaxRecords, maxWaitMs: cfg.batchMaxWaitMs, retryMs: 1000 }, () => active.notify());
+      accumulator.start();
+      closers.push(() => accumulator.stop());
+    }
+
+    const chainInfo = pipeline?.chain.info();
     let port: number | null = null;
     if (cfg.roles.includes('api')) {
       const { store: admission, adapter: admissionAdapter } = await openAdmission(cfg);
@@ -163,11 +261,14 @@ export async function startService(cfg: Config): Promise<RunningService> {
           unavailable: Object.fromEntries(hashing.tried.map((t) => [t.name, t.error instanceof Error ? t.error.message : String(t.error)])),
         },
         http: { engine: 'uWebSockets.js', native: uwsIsNative() },
+        ...(chainInfo === undefined ? {} : { chain: { chainId: chainInfo.chainId, contractAddress: chainInfo.contractAddress, rpcUrl: chainInfo.rpcUrl, anchorer: chainInfo.anchorerAddress } }),
         probes,
         timeoutMs: 2000,
       });
-      const router = new Router(
-        buildRoutes({
+      const router = new Router([
+        ...pipelineRoutes({ store, anchorer, maxBodyBytes: cfg.maxBodyBytes }),
+        ...(pipeline?.gateway ?? []),
+        ...buildRoutes({
           ingest,
           index,
           keys,
@@ -177,7 +278,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
           maxBulkBodyBytes: cfg.maxBulkBodyBytes,
           onKeyChanged: (keyId) => authenticator.invalidate(keyId),
         }),
-      );
+      ]);
       const server = new UwsHttpServer({
         host: cfg.host,
         port: cfg.port,

@@ -17,6 +17,8 @@ export interface HealthReport {
   readonly hashBackend: { readonly active: string; readonly requested: string; readonly unavailable: Readonly<Record<string, string>> };
   readonly http: { readonly engine: string; readonly native: boolean };
   readonly dependencies: Readonly<Record<string, DependencyHealth>>;
+  /** Where anyone can check anchors independently (anchorer role only). */
+  readonly chain?: { readonly chainId: number; readonly contractAddress: string; readonly rpcUrl: string; readonly anchorer: string };
 }
 
 export interface Probe {
@@ -33,6 +35,7 @@ export interface HealthInputs {
   readonly http: HealthReport['http'];
   readonly probes: readonly Probe[];
   readonly timeoutMs: number;
+  readonly chain?: HealthReport['chain'];
 }
 
 async function probe(p: Probe, timeoutMs: number): Promise<DependencyHealth> {
@@ -67,6 +70,7 @@ export function healthReporter(inputs: HealthInputs): () => Promise<HealthReport
       hashBackend: inputs.hashBackend,
       http: inputs.http,
       dependencies,
+      ...(inputs.chain === undefined ? {} : { chain: inputs.chain }),
     };
   };
 }

@@ -246,7 +246,7 @@ export function ingestSuite(t: Test, mode: Mode): void {
     const items = Array.from({ length: 17 }, (_, i) => record({ recordId: `big-${i}`, recordPayload: { blob: 'y'.repeat(1000 * 1000) } }));
     const tlb = await request<ErrBody>(svc, 'POST', '/api/v1/records/bulk', { key, body: { items } });
     t.equal(tlb.status, 413);
-    const ni = await request<ErrBody>(svc, 'GET', '/api/v1/snapshots?tenantId=acme', { key });
+    const ni = await request<ErrBody>(svc, 'GET', '/api/v1/audit/history', { key });
     t.equal(ni.status, 501);
     t.equal(ni.body.error, 'not_implemented');
     t.notMatch(ni.text, /at .*\.js/);

@@ -77,7 +77,7 @@ export function formBatch(records: readonly AcceptedRecord[], hashing: HashingBa
     lifecycle.push(
       { snapshotId, tenantId, state: 'Ingested', atMs: firstAccepted, reason: `${g.records.length} records accepted`, attempt: 0 },
       { snapshotId, tenantId, state: 'PendingAnchor', atMs: nowMs, reason: 'batch closed; snapshot created', attempt: 0 },
-      { snapshotId, tenantId, state: 'Batched', atMs: nowMs, reason: `assigned to batch ${batchId}`, attempt: 0 },
+      { snapshotId, tenantId, state: 'Batched', atMs: nowMs + 1, reason: `assigned to batch ${batchId}`, attempt: 0 },
     );
   }
   const batch: Batch = {
