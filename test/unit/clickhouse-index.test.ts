@@ -90,11 +90,17 @@ void t.test('migrate applies missing migrations in order, then only bootstraps',
   t.same(execs[5]?.params, { version: 2, name: 'create api_keys' });
   t.match(execs[6]?.sql, /CREATE TABLE IF NOT EXISTS dris_test\.audit_events/);
   t.same(execs[7]?.params, { version: 3, name: 'create audit_events' });
-  t.equal(execs.length, 8);
+  t.match(execs[8]?.sql, /CREATE TABLE IF NOT EXISTS dris_test\.batches/);
+  t.same(execs[9]?.params, { version: 4, name: 'create batches' });
+  t.match(execs[10]?.sql, /CREATE TABLE IF NOT EXISTS dris_test\.snapshots/);
+  t.same(execs[11]?.params, { version: 5, name: 'create snapshots' });
+  t.match(execs[12]?.sql, /CREATE TABLE IF NOT EXISTS dris_test\.snapshot_lifecycle/);
+  t.same(execs[13]?.params, { version: 6, name: 'create snapshot_lifecycle' });
+  t.equal(execs.length, 14);
 
   const again = new FakeRunner();
   // A server answers 64-bit integers as strings.
-  again.onQuery = () => [{ version: '1' }, { version: '2' }, { version: '3' }, { version: '4' }];
+  again.onQuery = () => [{ version: '1' }, { version: '2' }, { version: '3' }, { version: '4' }, { version: '5' }, { version: '6' }, { version: '7' }];
   await new ClickHouseIndex(OPTIONS, again).migrate();
   t.equal(again.of('exec').length, 2);
 });

@@ -11,7 +11,7 @@ t.test('defaults', async (t) => {
   t.equal(c.batchMaxWaitMs, 60_000);
   t.equal(c.hashBackend, 'auto');
   t.same(c.rateLimits, { standard: 1000, premium: 10_000, enterprise: 100_000 });
-  t.same(c.roles, ['api', 'indexer']);
+  t.same(c.roles, ['api', 'indexer', 'anchorer']);
   t.equal(c.maxBodyBytes, 1024 * 1024);
   t.equal(c.maxBulkBodyBytes, 16 * 1024 * 1024);
   t.equal(c.nats, undefined, 'unset URL selects the embedded queue');
@@ -43,7 +43,7 @@ t.test('values and credentials', async (t) => {
 
 t.test('every problem is reported at once, by variable', async (t) => {
   try {
-    loadConfig({ PORT: 'eighty', DRIS_BATCH_MAX_RECORDS: '5000', DRIS_HASH_BACKEND: 'gpu', DRIS_RATE_LIMITS: 'gold=1', NATS_URL: 'http://x', DRIS_ROLES: 'api,anchorer' });
+    loadConfig({ PORT: 'eighty', DRIS_BATCH_MAX_RECORDS: '5000', DRIS_HASH_BACKEND: 'gpu', DRIS_RATE_LIMITS: 'gold=1', NATS_URL: 'http://x', DRIS_ROLES: 'api,verifier' });
     t.fail('should throw');
   } catch (err) {
     t.ok(err instanceof DrisError);
