@@ -101,7 +101,12 @@ export class Anchorer {
       // A crash after sending leaves the root on-chain and the batch Pending: adopt what the chain says.
       const onChain = await this.chain.anchorOf(batch.merkleRoot);
       if (onChain !== null) {
-        await this.markAnchored(batch, onChain.batchSeq, batch.manifestCid, batch.previous, { txHash: batch.txHash, blockNumber: batch.blockNumber, atSec: onChain.anchoredAt });
+        const event = await this.chain.findAnchorEvent(batch.merkleRoot);
+        await this.markAnchored(batch, onChain.batchSeq, event?.manifestCid ?? batch.manifestCid, batch.previous, {
+          txHash: event?.txHash ?? batch.txHash,
+          blockNumber: event?.blockNumber ?? batch.blockNumber,
+          atSec: onChain.anchoredAt,
+        });
         return;
       }
       const previousBatch = await this.store.latestAnchoredBatch();

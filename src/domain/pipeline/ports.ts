@@ -72,6 +72,11 @@ export interface Chain {
   anchor(request: AnchorRequest): Promise<AnchorReceipt>;
   /** The anchor stored for a root, read from the contract now; null when none. */
   anchorOf(merkleRoot: string): Promise<OnChainAnchor | null>;
+  /**
+   * The Anchored event of a root (its transaction, block and manifest CID), found from the chain's
+   * logs; null when the root was never anchored. Recovers a transaction whose hash was lost.
+   */
+  findAnchorEvent(merkleRoot: string): Promise<(AnchorReceipt & { readonly batchSeq: number; readonly manifestCid: string }) | null>;
   /** Whether a transaction is still in the canonical chain, with its confirmations; null when not. */
   receiptOf(txHash: string): Promise<{ readonly blockNumber: number; readonly confirmations: number } | null>;
   check(): Promise<void>;
