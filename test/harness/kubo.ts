@@ -1,10 +1,9 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { freePort, toolsDir } from './servers.js';
+import { freePort, makeTempDir, removeTempDir, terminate, toolsDir, track } from './servers.js';
 
 /**
  * A real Kubo daemon for integration tests, on loopback only: its own IPFS_PATH in a temp dir, the
@@ -28,29 +27,6 @@ export interface KuboTestDaemon {
 }
 
 const execFileP = promisify(execFile);
-const children = new Set<ChildProcess>();
-const repos = new Set<string>();
-let exitHookInstalled = false;
-
-function killAll(): void {
-  for (const c of children) c.kill('SIGKILL');
-  for (const dir of repos) rmSync(dir, { recursive: true, force: true });
-}
-
-function track(child: ChildProcess): void {
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.once('exit', killAll);
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    process.once(signal, () => {
-      killAll();
-      process.kill(process.pid, signal);
-    });
-  }
-}
-
 export function kuboBinary(): string {
   const bin = path.join(toolsDir(), 'bin', 'ipfs');
   if (!existsSync(bin)) throw new Error(`Kubo not found at ${bin}; run scripts/tools.sh kubo`);
@@ -117,26 +93,10 @@ function waitReady(child: ChildProcess, timeoutMs: number): Promise<void> {
   });
 }
 
-function terminate(child: ChildProcess, signal: NodeJS.Signals, graceMs = 10_000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill(signal);
-  });
-}
-
 export async function startKubo(): Promise<KuboTestDaemon> {
   const bin = kuboBinary();
-  const ipfsPath = await mkdtemp(path.join(tmpdir(), 'dris-kubo-'));
-  repos.add(ipfsPath);
-  const cleanup = async (): Promise<void> => {
-    await rm(ipfsPath, { recursive: true, force: true });
-    repos.delete(ipfsPath);
-  };
+  const ipfsPath = await makeTempDir('dris-kubo-');
+  const cleanup = (): Promise<void> => removeTempDir(ipfsPath);
   const apiPort = await freePort();
   const gatewayPort = await freePort();
   try {

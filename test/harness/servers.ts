@@ -21,18 +21,18 @@ function killAll(): void {
   for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
 }
 
-async function makeTempDir(prefix: string): Promise<string> {
+export async function makeTempDir(prefix: string): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), prefix));
   tempDirs.add(dir);
   return dir;
 }
 
-async function removeTempDir(dir: string): Promise<void> {
+export async function removeTempDir(dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
   tempDirs.delete(dir);
 }
 
-function track(child: ChildProcess): void {
+export function track(child: ChildProcess): void {
   children.add(child);
   child.once('exit', () => children.delete(child));
   if (!exitHookInstalled) {
@@ -106,7 +106,7 @@ function spawnUntil(command: string, args: readonly string[], ready: string, tim
 }
 
 /** Sends a signal and waits for the process to exit (SIGKILL after graceMs). */
-function terminate(child: ChildProcess, signal: NodeJS.Signals, graceMs = 10_000): Promise<void> {
+export function terminate(child: ChildProcess, signal: NodeJS.Signals, graceMs = 10_000): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
