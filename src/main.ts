@@ -14,6 +14,10 @@ import { Accumulator } from './app/accumulator.js';
 import { Anchorer } from './app/anchorer.js';
 import { ClickHousePipelineStore } from './adapters/index/clickhouse-pipeline-store.js';
 import { pipelineRoutes } from './http/pipeline-routes.js';
+import { verifyRoutes } from './http/verify-routes.js';
+import { Verifier } from './app/verifier.js';
+import { ClickHouseEvidenceStore } from './adapters/index/clickhouse-evidence-store.js';
+import type { ChainReader } from './domain/verification/ports.js';
 import type { Route } from './http/router.js';
 import { KeyAdmin, resolveAdminToken } from './app/key-admin.js';
 import { healthReporter, type Probe } from './app/health.js';
@@ -151,6 +155,29 @@ async function openPipeline(cfg: Config): Promise<Pipeline> {
   };
 }
 
+/**
+ * Verification reads the chain itself, with no key: through the anchorer's node when this process
+ * anchors, else through EVM_RPC_URL and DRIS_CONTRACT_ADDRESS when both are configured.
+ */
+async function openChainReader(cfg: Config, info: { rpcUrl: string; contractAddress: string; chainId: number } | undefined): Promise<ChainReader | null> {
+  const rpcUrl = info?.rpcUrl ?? cfg.chain.rpcUrl;
+  const contractAddress = info?.contractAddress ?? cfg.chain.contractAddress;
+  if (rpcUrl === undefined || contractAddress === undefined) {
+    componentLogger('main').warn('verification has no chain access in this process (set EVM_RPC_URL and DRIS_CONTRACT_ADDRESS)');
+    return null;
+  }
+  const { AnchorReader } = await import('./adapters/chain/anchor-reader.js');
+  const expectedChainId = info?.chainId ?? cfg.chain.chainId;
+  return AnchorReader.connect({ rpcUrl, contractAddress, timeoutMs: 5_000, ...(expectedChainId === undefined ? {} : { expectedChainId }) });
+}
+
+/** An API process without the anchorer role reads manifests through Kubo when configured. */
+async function openVerifierPinner(cfg: Config): Promise<Pinner | null> {
+  if (cfg.ipfsApiUrl === undefined) return null;
+  const { KuboPinner } = await import('./adapters/ipfs/kubo-pinner.js');
+  return new KuboPinner({ url: cfg.ipfsApiUrl });
+}
+
 async function openAdmission(cfg: Config): Promise<{ store: AdmissionStore; adapter: string }> {
   if (cfg.redis !== undefined) {
     const { RedisAdmissionStore } = await import('./adapters/limits/redis-admission-store.js');
@@ -207,7 +234,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
 
     let indexer: Indexer | null = null;
     if (cfg.roles.includes('indexer')) {
-      indexer = new Indexer(queue, index);
+      indexer = new Indexer(queue, index, DEFAULT_INDEXER_OPTIONS, index);
       indexer.start();
       const running = indexer;
       closers.push(() => running.stop());
@@ -265,8 +292,30 @@ export async function startService(cfg: Config): Promise<RunningService> {
         probes,
         timeoutMs: 2000,
       });
+      const evidence = new ClickHouseEvidenceStore(index.runner, index.database);
+      closers.push(() => evidence.close());
+      const reader = await openChainReader(cfg, chainInfo);
+      if (reader !== null) closers.push(() => reader.close());
+      const verifierPinner = pipeline?.pinner ?? (await openVerifierPinner(cfg));
+      if (verifierPinner !== null && pipeline === null) closers.push(() => verifierPinner.close());
+      let boundPort: number | null = null;
+      const embeddedGateway = (pipeline?.gateway.length ?? 0) > 0;
+      const verifier = new Verifier(
+        { hashing: hashing.backend, evidence, store, chain: reader, pinner: verifierPinner, history: evidence, audit: index },
+        {
+          chainCacheMs: cfg.verifyChainCacheMs,
+          ipfsTimeoutMs: cfg.ipfsTimeoutMs,
+          gatewayUrl: (cid) => {
+            const base = cfg.ipfsGatewayUrl ?? (embeddedGateway && boundPort !== null ? `http://${cfg.host}:${boundPort}` : undefined);
+            return base === undefined ? undefined : `${base}/ipfs/${cid}`;
+          },
+          ...(cfg.chain.explorerAddressUrl === undefined ? {} : { explorerAddressUrl: cfg.chain.explorerAddressUrl }),
+          ...(cfg.chain.explorerTxUrl === undefined ? {} : { explorerTxUrl: cfg.chain.explorerTxUrl }),
+        },
+      );
       const router = new Router([
-        ...pipelineRoutes({ store, anchorer, maxBodyBytes: cfg.maxBodyBytes }),
+        ...pipelineRoutes({ store, anchorer, maxBodyBytes: cfg.maxBodyBytes, audit: index }),
+        ...verifyRoutes({ verifier, evidence, history: evidence, audit: index, policies: evidence, maxBodyBytes: cfg.maxBodyBytes }),
         ...(pipeline?.gateway ?? []),
         ...buildRoutes({
           ingest,
@@ -292,6 +341,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
         allowSlowHttp: cfg.allowSlowHttp,
       });
       port = await server.listen();
+      boundPort = port;
       closers.push(() => server.close());
       log.info({ host: cfg.host, port }, 'listening');
     }

@@ -1,10 +1,15 @@
+import type { AuditEvent, AuditLog } from '../domain/audit/ports.js';
 import type { Delivery, RecordIndex, RecordQueue, Subscription } from '../domain/records/ports.js';
+import type { AcceptedRecord } from '../domain/records/types.js';
 import { componentLogger } from '../util/logger.js';
 
 /**
  * Moves accepted records from the queue into the hot index. A delivery is acked only after the
  * insert holding its records has completed, and inserts are idempotent by ingestId, so a crash or
  * a redelivery never loses a record nor makes a second row.
+ *
+ * The ingestion audit entries are written here, off the request path, from the queue: one per
+ * accepted record, with the id `ingest:<ingestId>` so a redelivery lists once.
  */
 
 export interface IndexerOptions {
@@ -27,6 +32,7 @@ export class Indexer {
     private readonly queue: RecordQueue,
     private readonly index: RecordIndex,
     private readonly options: IndexerOptions = DEFAULT_INDEXER_OPTIONS,
+    private readonly audit: AuditLog | null = null,
   ) {}
 
   get indexedCount(): number {
@@ -45,6 +51,7 @@ export class Indexer {
     const records = deliveries.flatMap((d) => d.records);
     try {
       await this.index.insertRecords(records);
+      if (this.audit !== null) await this.audit.append(records.map(ingestEvent));
     } catch (err) {
       const attempt = Math.max(...deliveries.map((d) => d.deliveryCount));
       const delay = Math.min(30_000, this.options.retryBaseMs * 2 ** Math.min(attempt - 1, 6));
@@ -61,4 +68,19 @@ export class Indexer {
     this.sub = null;
     if (sub !== null) await sub.stop();
   }
+}
+
+function ingestEvent(r: AcceptedRecord): AuditEvent {
+  return {
+    eventId: `ingest:${r.ingestId}`,
+    atMs: Date.parse(r.acceptedAt),
+    tenantId: r.tenantId,
+    clientId: r.clientId,
+    keyId: r.keyId,
+    action: 'record.ingest',
+    resource: `record:${r.collection}/${r.recordId}`,
+    outcome: 'accepted',
+    correlationId: r.correlationId,
+    detail: { ingestId: r.ingestId, database: r.database, recordVersion: r.recordVersion, recordHash: r.recordHash },
+  };
 }

@@ -97,6 +97,13 @@ export interface Config {
   readonly anchorRetry: AnchorRetryConfig;
   /** Deadline of a manifest fetch from IPFS, milliseconds. */
   readonly ipfsTimeoutMs: number;
+  /** How long verification reuses a chain read of one batch root, milliseconds (0: read every time). */
+  readonly verifyChainCacheMs: number;
+  /**
+   * Base URL of the IPFS gateway named in verification answers (`<base>/ipfs/<cid>`): this
+   * service's own gateway by default in the embedded mode, none with Kubo unless set.
+   */
+  readonly ipfsGatewayUrl?: string;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -286,8 +293,9 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
         maxDelayMs: r.int('DRIS_ANCHOR_RETRY_MAX_MS', 60_000, 1, 86_400_000),
       },
       ipfsTimeoutMs: r.int('DRIS_IPFS_TIMEOUT_MS', 10_000, 100, 600_000),
-    } satisfies Omit<Config, 'adminToken' | 'nats' | 'redis' | 'clickhouse' | 'evmRpcUrl' | 'ipfsApiUrl'>,
-    { adminToken: r.str('DRIS_ADMIN_TOKEN'), evmRpcUrl, ipfsApiUrl },
+      verifyChainCacheMs: r.int('DRIS_VERIFY_CHAIN_CACHE_MS', 5_000, 0, 3_600_000),
+    } satisfies Omit<Config, 'adminToken' | 'nats' | 'redis' | 'clickhouse' | 'evmRpcUrl' | 'ipfsApiUrl' | 'ipfsGatewayUrl'>,
+    { adminToken: r.str('DRIS_ADMIN_TOKEN'), evmRpcUrl, ipfsApiUrl, ipfsGatewayUrl: r.str('DRIS_IPFS_GATEWAY_URL')?.replace(/\/+$/, '') },
   ) as Config;
 
   if (r.problems.length > 0) {

@@ -1,9 +1,12 @@
+import { randomBytes } from 'node:crypto';
 import { DrisError, type FieldError } from '../errors/dris-error.js';
+import type { AuditLog } from '../domain/audit/ports.js';
 import { assertTenant, type Principal } from '../app/authenticator.js';
 import type { Anchorer } from '../app/anchorer.js';
 import type { PipelineStore } from '../domain/pipeline/ports.js';
 import type { Batch, Snapshot, SnapshotStatus } from '../domain/pipeline/types.js';
 import type { RequestContext, Route } from './router.js';
+import { limitOf, principalOf, tenantsOf } from './params.js';
 
 /**
  * Status and lifecycle endpoints. Every read is scoped to the key's tenants: a snapshot or batch of
@@ -31,34 +34,12 @@ export function snapshotView(s: Snapshot): Record<string, unknown> {
   return v;
 }
 
-function principalOf(ctx: RequestContext): Principal {
-  if (ctx.principal === null) throw new DrisError('internal_error', 'route without principal');
-  return ctx.principal;
-}
-
-/** The tenants a read may look in: the one named (checked), or all of the key's. */
-function tenantsOf(ctx: RequestContext): string[] {
-  const p = principalOf(ctx);
-  const named = ctx.query.get('tenantId');
-  if (named !== null && named !== '') {
-    assertTenant(p, named);
-    return [named];
-  }
-  return [p.tenantId, ...[...p.tenants].filter((t) => t !== p.tenantId)];
-}
-
-function limitOf(q: URLSearchParams, fields: FieldError[]): number {
-  const raw = q.get('limit');
-  if (raw === null) return 100;
-  const n = Number(raw);
-  if (!/^\d+$/.test(raw) || n < 1 || n > 1000) fields.push({ path: 'limit', code: 'out_of_range', message: 'must be an integer from 1 to 1000' });
-  return n;
-}
-
 export interface PipelineRouteDeps {
   readonly store: PipelineStore;
   readonly anchorer: Anchorer | null;
   readonly maxBodyBytes: number;
+  /** Where retries are recorded. */
+  readonly audit: AuditLog | null;
 }
 
 export function pipelineRoutes(deps: PipelineRouteDeps): Route[] {
@@ -128,6 +109,21 @@ export function pipelineRoutes(deps: PipelineRouteDeps): Route[] {
         const s = await findSnapshot(ctx);
         if (deps.anchorer === null) throw new DrisError('not_implemented', 'this process does not run the anchorer role');
         const after = await deps.anchorer.retry(s.tenantId, s.snapshotId);
+        const p = principalOf(ctx);
+        await deps.audit?.append([
+          {
+            eventId: `retry_${randomBytes(10).toString('hex')}`,
+            atMs: Date.now(),
+            tenantId: s.tenantId,
+            clientId: p.clientId,
+            keyId: p.keyId,
+            action: 'snapshot.retry',
+            resource: `snapshot:${s.snapshotId}`,
+            outcome: 'accepted',
+            correlationId: ctx.correlationId,
+            detail: { batchId: after.batchId, status: after.status },
+          },
+        ]);
         return { status: 202, body: { ...snapshotView(after), message: 'snapshot re-queued for anchoring' } };
       },
     },

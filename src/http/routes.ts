@@ -8,6 +8,7 @@ import { ACCESS_LEVELS, type AccessLevel } from '../domain/keys/types.js';
 import type { RecordQuery } from '../domain/records/types.js';
 import type { Reply, RequestContext, Route } from './router.js';
 import type { SwaggerAssets } from './swagger.js';
+import { principalOf, timeParam } from './params.js';
 
 export interface RouteDeps {
   readonly ingest: IngestService | null;
@@ -21,11 +22,6 @@ export interface RouteDeps {
   readonly onKeyChanged: (keyId: string) => void;
 }
 
-function principalOf(ctx: RequestContext): Principal {
-  if (ctx.principal === null) throw new DrisError('internal_error', 'route without principal');
-  return ctx.principal;
-}
-
 function jsonBody(ctx: RequestContext): Record<string, unknown> {
   let value: unknown;
   try {
@@ -37,22 +33,6 @@ function jsonBody(ctx: RequestContext): Record<string, unknown> {
     throw new DrisError('validation_failed', 'the body must be an object', { fields: [{ path: '(body)', code: 'invalid_type', message: 'must be an object' }] });
   }
   return value as Record<string, unknown>;
-}
-
-/** Parses `from`/`to` as ISO 8601 date-times or epoch milliseconds. */
-function timeParam(q: URLSearchParams, name: string, fields: FieldError[]): number | undefined {
-  const raw = q.get(name);
-  if (raw === null || raw === '') return undefined;
-  const ms = /^\d+$/.test(raw) ? Number(raw) : Date.parse(raw);
-  if (!Number.isFinite(ms) || (!/^\d+$/.test(raw) && !/^\d{4}-\d{2}-\d{2}T/.test(raw))) {
-    fields.push({ path: name, code: 'invalid_format', message: 'must be an ISO 8601 date-time or epoch milliseconds' });
-    return undefined;
-  }
-  return ms;
-}
-
-function notYet(operationId: string): (ctx: RequestContext) => Promise<Reply> {
-  return () => Promise.reject(new DrisError('not_implemented', `${operationId} is not available in this version of the service`));
 }
 
 export function buildRoutes(deps: RouteDeps): Route[] {
@@ -113,24 +93,6 @@ export function buildRoutes(deps: RouteDeps): Route[] {
         const page = await deps.index.queryRecords(query);
         return { status: 200, body: { items: page.items, nextCursor: page.nextCursor } };
       },
-    }),
-    api({ method: 'POST', pattern: '/api/v1/verify/record', operationId: 'VerifyRecord', maxBodyBytes: deps.maxBodyBytes, handle: notYet('VerifyRecord') }),
-    api({ method: 'POST', pattern: '/api/v1/verify/payload', operationId: 'VerifyPayload', maxBodyBytes: deps.maxBodyBytes, handle: notYet('VerifyPayload') }),
-    api({ method: 'GET', pattern: '/api/v1/verify/snapshot/:snapshotId', operationId: 'VerifySnapshot', handle: notYet('VerifySnapshot') }),
-    api({ method: 'GET', pattern: '/api/v1/verify/history', operationId: 'GetVerificationHistory', handle: notYet('GetVerificationHistory') }),
-    api({ method: 'GET', pattern: '/api/v1/snapshots', operationId: 'ListSnapshots', handle: notYet('ListSnapshots') }),
-    api({ method: 'GET', pattern: '/api/v1/snapshots/:snapshotId', operationId: 'GetSnapshot', handle: notYet('GetSnapshot') }),
-    api({ method: 'GET', pattern: '/api/v1/snapshots/:snapshotId/lifecycle', operationId: 'GetSnapshotLifecycle', handle: notYet('GetSnapshotLifecycle') }),
-    api({ method: 'POST', pattern: '/api/v1/snapshots/:snapshotId/retry', operationId: 'RetrySnapshot', maxBodyBytes: deps.maxBodyBytes, handle: notYet('RetrySnapshot') }),
-    api({ method: 'GET', pattern: '/api/v1/batches/:batchId', operationId: 'GetBatch', handle: notYet('GetBatch') }),
-    api({ method: 'GET', pattern: '/api/v1/timeline/record', operationId: 'GetRecordTimeline', handle: notYet('GetRecordTimeline') }),
-    api({ method: 'GET', pattern: '/api/v1/audit/history', operationId: 'GetAuditHistory', handle: notYet('GetAuditHistory') }),
-    api({
-      method: 'POST',
-      pattern: '/api/v1/evidence/retrieval-controls',
-      operationId: 'CheckRetrievalControls',
-      maxBodyBytes: deps.maxBodyBytes,
-      handle: notYet('CheckRetrievalControls'),
     }),
     {
       method: 'GET',

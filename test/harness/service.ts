@@ -10,9 +10,10 @@ import { fileURLToPath } from 'node:url';
  */
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-/** dist/test/harness -> repository root */
+/** dist*\/test/harness -> repository root */
 export const repoRoot = path.resolve(here, '..', '..', '..');
-export const cliPath = path.join(repoRoot, 'dist', 'src', 'cli', 'dris.js');
+/** The CLI of the same build as this harness, so a build into another out dir tests itself. */
+export const cliPath = path.resolve(here, '..', '..', 'src', 'cli', 'dris.js');
 
 const children = new Set<ChildProcess>();
 process.once('exit', () => {

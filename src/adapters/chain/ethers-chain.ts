@@ -134,7 +134,8 @@ export async function loadAnchorerWallet(source: AnchorerKeySource | Wallet): Pr
   }
 }
 
-function makeProvider(rpcUrl: string, chainId: number, timeoutMs: number): JsonRpcProvider {
+/** The provider options every adapter of the chain uses (see docs/chain.md for why each). */
+export function makeProvider(rpcUrl: string, chainId: number, timeoutMs: number): JsonRpcProvider {
   const request = new FetchRequest(rpcUrl);
   request.timeout = timeoutMs;
   const network = Network.from(chainId);

@@ -47,12 +47,11 @@
  *   Every migration statement is idempotent (IF NOT EXISTS), so a crash between a statement and
  *   its bookkeeping row, or two processes migrating at once, only repeats harmless work.
  *
- * Tables that later work adds as further migrations, beside records: snapshots (status,
- * snapshot_hash, batch_id, record_count; ReplacingMergeTree by snapshot_id with a version),
- * batches (batch_seq, merkle_root, manifest CID, transaction, block; ReplacingMergeTree by
- * batch_id), snapshot_lifecycle (append-only: snapshot_id, state, at, reason, attempt) and
- * verifications (append-only history: verification_id, at, tenant, key, record identity, mode,
- * outcome, reason).
+ * Pipeline and verification tables (migrations 4-8): snapshots (ReplacingMergeTree by
+ * (tenant_id, snapshot_id) with a version), batches (ReplacingMergeTree by batch_id),
+ * snapshot_lifecycle (append-only), verifications (append-only history of verification attempts,
+ * ORDER BY (tenant_id, at, verification_id) like the audit trail) and retrieval_policies (one JSON
+ * policy per tenant, replaced whole).
  */
 
 /** The version an indexer writes; every later rewrite of a record row uses a higher one. */
@@ -260,6 +259,50 @@ SETTINGS fsync_after_insert = 1, fsync_part_directory = 1`,
 )
 ENGINE = MergeTree
 ORDER BY (tenant_id, snapshot_id, at, entry_id)
+SETTINGS fsync_after_insert = 1, fsync_part_directory = 1`,
+    },
+    {
+      version: 7,
+      name: 'create verifications',
+      // Append-only like the audit trail; reads collapse a retried append with LIMIT 1 BY id.
+      sql: `CREATE TABLE IF NOT EXISTS ${db}.verifications
+(
+    tenant_id           LowCardinality(String),
+    at                  DateTime64(3, 'UTC'),
+    verification_id     String,
+    client_id           String,
+    key_id              String,
+    mode                LowCardinality(String),
+    database            Nullable(String),
+    collection          Nullable(String),
+    record_id           Nullable(String),
+    record_version      Nullable(String),
+    snapshot_id         Nullable(String),
+    batch_id            Nullable(String),
+    verified            Bool,
+    verification_status LowCardinality(String),
+    reason_category     LowCardinality(String),
+    correlation_id      String,
+    INDEX idx_record_id   record_id   TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_snapshot_id snapshot_id TYPE bloom_filter(0.01) GRANULARITY 1
+)
+ENGINE = MergeTree
+PARTITION BY toYYYYMM(at)
+ORDER BY (tenant_id, at, verification_id)
+SETTINGS fsync_after_insert = 1, fsync_part_directory = 1`,
+    },
+    {
+      version: 8,
+      name: 'create retrieval_policies',
+      sql: `CREATE TABLE IF NOT EXISTS ${db}.retrieval_policies
+(
+    tenant_id  String,
+    policy     String,
+    updated_by String,
+    updated_at DateTime64(6, 'UTC')
+)
+ENGINE = ReplacingMergeTree(updated_at)
+ORDER BY tenant_id
 SETTINGS fsync_after_insert = 1, fsync_part_directory = 1`,
     },
   ];

@@ -1,0 +1,306 @@
+import { Contract, getAddress, Interface, isAddress, isError, zeroPadValue, toBeHex, type EventFragment, type JsonRpcProvider, type Log, type LogDescription } from 'ethers';
+import { DrisError } from '../../errors/dris-error.js';
+import type { AnchorEventView, ChainReader } from '../../domain/verification/ports.js';
+import { translateChainError } from './chain-errors.js';
+import { loadAnchorArtifact } from './contract-artifact.js';
+import { makeProvider } from './ethers-chain.js';
+
+/**
+ * The ChainReader port on a JSON-RPC node with ethers v6 and no signer: what verification reads
+ * at verification time (the contract's anchorOf view and its Anchored events). Needs no key and
+ * sends nothing, so API processes, auditors and the offline verifier can point it at any node.
+ */
+
+export interface AnchorReaderOptions {
+  readonly rpcUrl: string;
+  readonly contractAddress: string;
+  /** When set, a node on another chain is refused (config_invalid, reason chain_id_mismatch). */
+  readonly expectedChainId?: number;
+  /** Per JSON-RPC request. Default 10 s. */
+  readonly timeoutMs?: number;
+  /** Lower bound of every log search (the contract's deployment block, when known). Default 0. */
+  readonly fromBlock?: number;
+  /** Blocks per eth_getLogs query; public providers cap the range. Default 50 000. */
+  readonly maxBlockRange?: number;
+  /**
+   * Events at least this many blocks below the head are taken as final and cached; younger ones
+   * are read again each time, since a reorg may still drop them. Default 64.
+   */
+  readonly finalityDepth?: number;
+  /** contracts/artifacts/DrisAnchor.json when unset. */
+  readonly artifactPath?: string;
+}
+
+/** Why connect() refused the node or the address (extra.reason of its config_invalid). */
+export type AnchorReaderRefusal = 'chain_id_mismatch' | 'no_contract' | 'not_anchor_contract' | 'bad_address';
+
+const ROOT_RE = /^[0-9a-f]{64}$/;
+const DEFAULT_RANGE = 50_000;
+const DEFAULT_FINALITY = 64;
+
+function assertRoot(merkleRoot: string): void {
+  if (!ROOT_RE.test(merkleRoot)) throw new DrisError('validation_failed', 'a Merkle root is 64 lowercase hex digits without 0x');
+}
+
+function nonNegativeInt(value: number, name: string): number {
+  if (!Number.isSafeInteger(value) || value < 0) throw new DrisError('config_invalid', `${name} must be a non-negative integer`);
+  return value;
+}
+
+async function readChainId(provider: JsonRpcProvider): Promise<number> {
+  try {
+    return Number(BigInt(String(await provider.send('eth_chainId', []))));
+  } catch (err) {
+    throw translateChainError(err, 'reading the chain id');
+  }
+}
+
+type Topics = (string | null)[];
+
+export class AnchorReader implements ChainReader {
+  private readonly contract: Contract;
+  private readonly anchored: EventFragment;
+  private readonly range: number;
+  private readonly finality: number;
+  private readonly fromBlock: number;
+  private closed = false;
+  /** Final events (see finalityDepth), by batchSeq; the other maps point into it. */
+  private readonly bySeq = new Map<number, AnchorEventView>();
+  private readonly seqByRoot = new Map<string, number>();
+  private readonly seqByBatchId = new Map<string, number>();
+  /** Every Anchored event up to this block is in the cache (batchId scans move it forward). */
+  private scannedTo: number;
+  /** Searches in flight, so concurrent look-ups of one key share one scan. */
+  private readonly inFlight = new Map<string, Promise<AnchorEventView | null>>();
+
+  private constructor(
+    private readonly provider: JsonRpcProvider,
+    private readonly iface: Interface,
+    readonly chainId: number,
+    readonly contractAddress: string,
+    options: AnchorReaderOptions,
+  ) {
+    this.contract = new Contract(contractAddress, iface, provider);
+    const event = iface.getEvent('Anchored');
+    if (event === null) throw new DrisError('config_invalid', 'the contract ABI has no Anchored event');
+    this.anchored = event;
+    this.range = Math.max(1, nonNegativeInt(options.maxBlockRange ?? DEFAULT_RANGE, 'maxBlockRange'));
+    this.finality = nonNegativeInt(options.finalityDepth ?? DEFAULT_FINALITY, 'finalityDepth');
+    this.fromBlock = nonNegativeInt(options.fromBlock ?? 0, 'fromBlock');
+    this.scannedTo = this.fromBlock - 1;
+  }
+
+  /**
+   * Reads the chain id (config_invalid when it is not expectedChainId), then checks that code is
+   * at the address and answers as DrisAnchor. dependency_unavailable / timeout: the node does not
+   * answer.
+   */
+  static async connect(options: AnchorReaderOptions): Promise<AnchorReader> {
+    if (!isAddress(options.contractAddress)) {
+      throw new DrisError('config_invalid', 'the contract address is not an address', { extra: { reason: 'bad_address' satisfies AnchorReaderRefusal } });
+    }
+    const address = getAddress(options.contractAddress);
+    const timeoutMs = options.timeoutMs ?? 10_000;
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0) throw new DrisError('config_invalid', 'timeoutMs must be a positive integer');
+    const artifact = loadAnchorArtifact(options.artifactPath);
+    // The chain id is only known once asked; a provider bound to a provisional network can ask it,
+    // since eth_chainId does not depend on it. It is rebuilt on the real chain id below.
+    const probe = makeProvider(options.rpcUrl, options.expectedChainId ?? 1, timeoutMs);
+    let chainId: number;
+    try {
+      chainId = await readChainId(probe);
+    } finally {
+      probe.destroy();
+    }
+    if (options.expectedChainId !== undefined && chainId !== options.expectedChainId) {
+      throw new DrisError('config_invalid', `the node is on chain id ${chainId}, not ${options.expectedChainId}`, {
+        extra: { reason: 'chain_id_mismatch' satisfies AnchorReaderRefusal, expected: options.expectedChainId, actual: chainId },
+      });
+    }
+    const provider = makeProvider(options.rpcUrl, chainId, timeoutMs);
+    try {
+      const reader = new AnchorReader(provider, new Interface(artifact.abi), chainId, address, options);
+      await reader.verifyContract();
+      return reader;
+    } catch (err) {
+      provider.destroy();
+      throw err;
+    }
+  }
+
+  private async verifyContract(): Promise<void> {
+    let code: string;
+    try {
+      code = await this.provider.getCode(this.contractAddress);
+    } catch (err) {
+      throw translateChainError(err, 'reading the contract code');
+    }
+    if (code === '0x') {
+      throw new DrisError('config_invalid', `no contract at ${this.contractAddress} on chain id ${this.chainId}`, {
+        extra: { reason: 'no_contract' satisfies AnchorReaderRefusal, contractAddress: this.contractAddress, chainId: this.chainId },
+      });
+    }
+    try {
+      await this.contract.getFunction('lastSequence').staticCall();
+    } catch (err) {
+      const e = translateChainError(err, 'reading the contract', this.iface);
+      // A revert, or an answer that does not decode: some other contract lives there.
+      if (e.code === 'invalid_state' || isError(err, 'BAD_DATA')) {
+        throw new DrisError('config_invalid', `the code at ${this.contractAddress} is not a DrisAnchor contract`, {
+          cause: err,
+          extra: { reason: 'not_anchor_contract' satisfies AnchorReaderRefusal, contractAddress: this.contractAddress, chainId: this.chainId },
+        });
+      }
+      throw e;
+    }
+  }
+
+  async anchorOf(merkleRoot: string): Promise<{ readonly batchSeq: number; readonly anchoredAtSec: number } | null> {
+    this.assertOpen();
+    assertRoot(merkleRoot);
+    let result: [bigint, bigint];
+    try {
+      result = (await this.contract.getFunction('anchorOf').staticCall(`0x${merkleRoot}`)) as [bigint, bigint];
+    } catch (err) {
+      throw translateChainError(err, 'reading an anchor', this.iface);
+    }
+    const [batchSeq, timestamp] = result;
+    // The contract numbers batches from 1, so 0 is its "never anchored".
+    if (batchSeq === 0n) return null;
+    return { batchSeq: Number(batchSeq), anchoredAtSec: Number(timestamp) };
+  }
+
+  async eventBySeq(batchSeq: number): Promise<AnchorEventView | null> {
+    this.assertOpen();
+    if (!Number.isSafeInteger(batchSeq) || batchSeq < 1) throw new DrisError('validation_failed', 'batchSeq must be a positive integer');
+    const cached = this.bySeq.get(batchSeq);
+    if (cached !== undefined) return cached;
+    return this.once(`seq:${batchSeq}`, () => this.searchIndexed([this.anchored.topicHash, zeroPadValue(toBeHex(batchSeq), 32)], 'searching the Anchored event of a sequence'));
+  }
+
+  async eventByRoot(merkleRoot: string): Promise<AnchorEventView | null> {
+    this.assertOpen();
+    assertRoot(merkleRoot);
+    const seq = this.seqByRoot.get(merkleRoot);
+    const cached = seq === undefined ? undefined : this.bySeq.get(seq);
+    if (cached !== undefined) return cached;
+    return this.once(`root:${merkleRoot}`, () => this.searchIndexed([this.anchored.topicHash, null, `0x${merkleRoot}`], 'searching the Anchored event of a root'));
+  }
+
+  async eventByBatchId(batchId: string): Promise<AnchorEventView | null> {
+    this.assertOpen();
+    const seq = this.seqByBatchId.get(batchId);
+    const cached = seq === undefined ? undefined : this.bySeq.get(seq);
+    if (cached !== undefined) return cached;
+    return this.once(`batch:${batchId}`, () => this.scanForBatchId(batchId));
+  }
+
+  async headBlock(): Promise<number> {
+    this.assertOpen();
+    try {
+      return await this.provider.getBlockNumber();
+    } catch (err) {
+      throw translateChainError(err, 'reading the head block');
+    }
+  }
+
+  close(): Promise<void> {
+    if (!this.closed) {
+      this.closed = true;
+      this.provider.destroy();
+    }
+    return Promise.resolve();
+  }
+
+  private once(key: string, search: () => Promise<AnchorEventView | null>): Promise<AnchorEventView | null> {
+    const running = this.inFlight.get(key);
+    if (running !== undefined) return running;
+    const p = search().finally(() => this.inFlight.delete(key));
+    this.inFlight.set(key, p);
+    return p;
+  }
+
+  /**
+   * An indexed topic names at most one event on the canonical chain (the contract refuses a second
+   * anchor of a root or a sequence), so the first match ends the search. Blocks already scanned in
+   * full hold no uncached match, so the search starts after them.
+   */
+  private async searchIndexed(topics: Topics, what: string): Promise<AnchorEventView | null> {
+    const head = await this.headBlock();
+    for (let from = this.scannedTo + 1; from <= head; from += this.range) {
+      const to = Math.min(head, from + this.range - 1);
+      const logs = await this.getLogs(topics, from, to, what);
+      for (const log of logs) {
+        const view = this.parse(log);
+        if (view === null) continue;
+        this.remember(view, head);
+        return view;
+      }
+    }
+    return null;
+  }
+
+  /** batchId is not indexed: every Anchored log is read, cached when final, until the match. */
+  private async scanForBatchId(batchId: string): Promise<AnchorEventView | null> {
+    const head = await this.headBlock();
+    const finalHead = head - this.finality;
+    for (let from = this.scannedTo + 1; from <= head; from += this.range) {
+      const to = Math.min(head, from + this.range - 1);
+      const logs = await this.getLogs([this.anchored.topicHash], from, to, 'scanning Anchored events');
+      let found: AnchorEventView | null = null;
+      for (const log of logs) {
+        const view = this.parse(log);
+        if (view === null) continue;
+        this.remember(view, head);
+        if (found === null && view.batchId === batchId) found = view;
+      }
+      // Only a range read whole and final may be skipped by later searches.
+      if (to <= finalHead && from === this.scannedTo + 1) this.scannedTo = to;
+      if (found !== null) return found;
+    }
+    return null;
+  }
+
+  private async getLogs(topics: Topics, fromBlock: number, toBlock: number, what: string): Promise<Log[]> {
+    this.assertOpen();
+    try {
+      return await this.provider.getLogs({ address: this.contractAddress, topics, fromBlock, toBlock });
+    } catch (err) {
+      throw translateChainError(err, what, this.iface);
+    }
+  }
+
+  private parse(log: Log): AnchorEventView | null {
+    // Removed logs come from a reorg notification; they are not on the canonical chain.
+    if (log.removed) return null;
+    let parsed: LogDescription | null;
+    try {
+      parsed = this.iface.parseLog({ topics: [...log.topics], data: log.data });
+    } catch {
+      return null;
+    }
+    if (parsed === null || parsed.name !== 'Anchored') return null;
+    const root = parsed.args.getValue('merkleRoot') as string;
+    return {
+      batchSeq: Number(parsed.args.getValue('batchSeq') as bigint),
+      merkleRoot: root.toLowerCase().replace(/^0x/, ''),
+      batchId: parsed.args.getValue('batchId') as string,
+      manifestCid: parsed.args.getValue('manifestCid') as string,
+      recordCount: Number(parsed.args.getValue('recordCount') as bigint),
+      timestampSec: Number(parsed.args.getValue('timestamp') as bigint),
+      txHash: log.transactionHash.toLowerCase(),
+      blockNumber: log.blockNumber,
+    };
+  }
+
+  private remember(view: AnchorEventView, head: number): void {
+    if (view.blockNumber > head - this.finality) return;
+    this.bySeq.set(view.batchSeq, view);
+    this.seqByRoot.set(view.merkleRoot, view.batchSeq);
+    this.seqByBatchId.set(view.batchId, view.batchSeq);
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new DrisError('dependency_unavailable', 'the chain reader is closed');
+  }
+}

@@ -1,0 +1,329 @@
+import { randomBytes } from 'node:crypto';
+import typia from 'typia';
+import { DrisError, type FieldError } from '../errors/dris-error.js';
+import type { Verifier } from '../app/verifier.js';
+import type { AuditEvent, AuditLog, AuditQuery } from '../domain/audit/ports.js';
+import {
+  decide,
+  DEFAULT_POLICY,
+  type RetrievalControlsRequest,
+  type RetrievalControlsResponse,
+  type RetrievalDecisionView,
+  type RetrievalPolicy,
+  type RetrievalPolicyStore,
+  type RetrievalScope,
+  type StoredPolicy,
+} from '../domain/evidence/policy.js';
+import type { EvidenceIndex } from '../domain/verification/ports.js';
+import type { VerifyPayloadRequest, VerifyRecordRequest } from '../domain/verification/types.js';
+import type { VerificationHistory } from '../domain/verification/ports.js';
+import { checked, ijsonBody, limitOf, optional, principalOf, tenantOf, tenantsOf, timeParam } from './params.js';
+import type { RequestContext, Route } from './router.js';
+
+/**
+ * Verification, receipts, audit and evidence access. Reads are scoped to the key's tenants: a
+ * tenantId the key may not act for answers 403; another tenant's snapshot or record is simply
+ * not found (404), exactly as an unknown one.
+ */
+
+export interface VerifyRouteDeps {
+  readonly verifier: Verifier;
+  readonly evidence: EvidenceIndex;
+  readonly history: VerificationHistory;
+  readonly audit: AuditLog;
+  readonly policies: RetrievalPolicyStore;
+  readonly maxBodyBytes: number;
+  readonly now?: () => number;
+}
+
+const validateVerifyRecord = typia.createValidate<VerifyRecordRequest>();
+const validateVerifyPayload = typia.createValidate<VerifyPayloadRequest>();
+const validateRetrieval = typia.createValidate<RetrievalControlsRequest>();
+const validatePolicy = typia.createValidate<RetrievalPolicy>();
+
+const HISTORY_OUTCOMES = ['pass', 'fail', 'pending', 'error'];
+
+function caller(ctx: RequestContext): { principal: ReturnType<typeof principalOf>; correlationId: string } {
+  return { principal: principalOf(ctx), correlationId: ctx.correlationId };
+}
+
+function invalid(fields: FieldError[]): void {
+  if (fields.length > 0) throw new DrisError('validation_failed', 'invalid query', { fields });
+}
+
+export function verifyRoutes(deps: VerifyRouteDeps): Route[] {
+  const now = deps.now ?? Date.now;
+
+  const policyOf = async (tenantId: string): Promise<StoredPolicy | null> => deps.policies.get(tenantId);
+
+  const accessEvent = (ctx: RequestContext, tenantId: string, resource: string, allowed: boolean, detail: Record<string, unknown>): AuditEvent => {
+    const p = principalOf(ctx);
+    return {
+      eventId: `acc_${randomBytes(10).toString('hex')}`,
+      atMs: now(),
+      tenantId,
+      clientId: p.clientId,
+      keyId: p.keyId,
+      action: 'evidence.access',
+      resource,
+      outcome: allowed ? 'allowed' : 'denied',
+      correlationId: ctx.correlationId,
+      detail,
+    };
+  };
+
+  return [
+    {
+      method: 'POST',
+      pattern: '/api/v1/verify/record',
+      operationId: 'VerifyRecord',
+      auth: 'apiKey',
+      maxBodyBytes: deps.maxBodyBytes,
+      handle: async (ctx) => {
+        const body = checked(ijsonBody(ctx), validateVerifyRecord);
+        if (body.payload !== undefined && Array.isArray(body.payload)) {
+          throw new DrisError('validation_failed', 'invalid request', { fields: [{ path: 'payload', code: 'invalid_type', message: 'must be an object' }] });
+        }
+        return { status: 200, body: await deps.verifier.verifyRecord(caller(ctx), body) };
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/api/v1/verify/payload',
+      operationId: 'VerifyPayload',
+      auth: 'apiKey',
+      maxBodyBytes: deps.maxBodyBytes,
+      handle: async (ctx) => ({ status: 200, body: await deps.verifier.verifyPayload(caller(ctx), checked(ijsonBody(ctx), validateVerifyPayload)) }),
+    },
+    {
+      method: 'GET',
+      pattern: '/api/v1/verify/snapshot/:snapshotId',
+      operationId: 'VerifySnapshot',
+      auth: 'apiKey',
+      handle: async (ctx) => ({ status: 200, body: await deps.verifier.verifySnapshot(caller(ctx), ctx.params['snapshotId'] ?? '', tenantsOf(ctx)) }),
+    },
+    {
+      method: 'GET',
+      pattern: '/api/v1/verify/history',
+      operationId: 'GetVerificationHistory',
+      auth: 'apiKey',
+      handle: async (ctx) => {
+        const q = ctx.query;
+        const fields: FieldError[] = [];
+        const limit = limitOf(q, fields);
+        const fromMs = timeParam(q, 'from', fields);
+        const toMs = timeParam(q, 'to', fields);
+        const outcome = optional(q, 'outcome');
+        if (outcome !== undefined && !HISTORY_OUTCOMES.includes(outcome)) fields.push({ path: 'outcome', code: 'invalid_enum', message: `must be one of ${HISTORY_OUTCOMES.join(', ')}` });
+        invalid(fields);
+        const tenantId = tenantOf(ctx, q.get('tenantId'));
+        const page = await deps.history.query({
+          tenantId,
+          limit,
+          ...opt('recordId', optional(q, 'recordId')),
+          ...opt('collection', optional(q, 'collection')),
+          ...opt('snapshotId', optional(q, 'snapshotId')),
+          ...opt('outcome', outcome),
+          ...opt('fromMs', fromMs),
+          ...opt('toMs', toMs),
+          ...opt('cursor', optional(q, 'cursor')),
+        });
+        return { status: 200, body: { items: page.items, nextCursor: page.nextCursor } };
+      },
+    },
+    {
+      method: 'GET',
+      pattern: '/api/v1/audit/history',
+      operationId: 'GetAuditHistory',
+      auth: 'apiKey',
+      handle: async (ctx) => {
+        const q = ctx.query;
+        const fields: FieldError[] = [];
+        const limit = limitOf(q, fields);
+        const fromMs = timeParam(q, 'from', fields);
+        const toMs = timeParam(q, 'to', fields);
+        invalid(fields);
+        const tenantId = tenantOf(ctx, q.get('tenantId'));
+        const query: AuditQuery = {
+          tenantId,
+          limit,
+          ...opt('action', optional(q, 'action')),
+          ...opt('keyId', optional(q, 'keyId')),
+          ...opt('clientId', optional(q, 'clientId')),
+          ...opt('fromMs', fromMs),
+          ...opt('toMs', toMs),
+          ...opt('cursor', optional(q, 'cursor')),
+        };
+        const page = await deps.audit.query(query);
+        return {
+          status: 200,
+          body: {
+            items: page.items.map((e) => ({
+              eventId: e.eventId,
+              at: new Date(e.atMs).toISOString(),
+              tenantId: e.tenantId,
+              actor: { tenantId: e.tenantId, clientId: e.clientId, keyId: e.keyId },
+              action: e.action,
+              resource: e.resource,
+              outcome: e.outcome,
+              correlationId: e.correlationId,
+              detail: e.detail ?? {},
+            })),
+            nextCursor: page.nextCursor,
+          },
+        };
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/api/v1/evidence/retrieval-controls',
+      operationId: 'CheckRetrievalControls',
+      auth: 'apiKey',
+      maxBodyBytes: deps.maxBodyBytes,
+      handle: async (ctx) => {
+        const body = checked(ijsonBody(ctx), validateRetrieval);
+        const p = principalOf(ctx);
+        const tenantId = tenantOf(ctx, body.tenantId);
+        const scope: RetrievalScope = body.scope ?? 'evidence';
+        const stored = await policyOf(tenantId);
+        const policy = stored?.policy ?? DEFAULT_POLICY;
+        const decisions: RetrievalDecisionView[] = [];
+        const events: AuditEvent[] = [];
+        const found = await Promise.all(
+          body.records.map((r) =>
+            deps.evidence.findRecord({ tenantId, collection: r.collection, recordId: r.recordId, ...opt('database', r.database), ...opt('recordVersion', r.recordVersion) }),
+          ),
+        );
+        body.records.forEach((r, index) => {
+          const versions = found[index] ?? [];
+          const record = versions.at(-1);
+          const d = record === undefined ? { allowed: false, reason: 'not_found' as const, ruleIndex: null } : decide(policy, { clientId: p.clientId, level: p.level }, record.envelope, scope);
+          decisions.push({
+            index,
+            database: record?.envelope.database ?? r.database ?? null,
+            collection: r.collection,
+            recordId: r.recordId,
+            recordVersion: record?.envelope.recordVersion ?? r.recordVersion ?? null,
+            decision: d.allowed ? 'allowed' : 'denied',
+            reason: d.reason,
+            ruleIndex: d.ruleIndex,
+            found: record !== undefined,
+          });
+          events.push(
+            accessEvent(ctx, tenantId, `record:${r.collection}/${r.recordId}`, d.allowed, {
+              scope,
+              reason: d.reason,
+              ruleIndex: d.ruleIndex,
+              ...(body.purpose === undefined ? {} : { purpose: body.purpose }),
+            }),
+          );
+        });
+        await deps.audit.append(events);
+        const allowed = decisions.filter((d) => d.decision === 'allowed').length;
+        const answer: RetrievalControlsResponse = {
+          tenantId,
+          clientId: p.clientId,
+          keyId: p.keyId,
+          accessLevel: p.level,
+          scope,
+          evaluatedAt: new Date(now()).toISOString(),
+          policyUpdatedAt: stored === null ? null : new Date(stored.updatedAtMs).toISOString(),
+          allowed,
+          denied: decisions.length - allowed,
+          decisions,
+        };
+        return { status: 200, body: answer };
+      },
+    },
+    {
+      method: 'GET',
+      pattern: '/api/v1/receipts/record',
+      operationId: 'GetRecordReceipt',
+      auth: 'apiKey',
+      handle: async (ctx) => {
+        const q = ctx.query;
+        const fields: FieldError[] = [];
+        const collection = optional(q, 'collection');
+        const recordId = optional(q, 'recordId');
+        if (collection === undefined) fields.push({ path: 'collection', code: 'required', message: 'is required' });
+        if (recordId === undefined) fields.push({ path: 'recordId', code: 'required', message: 'is required' });
+        const includeRaw = optional(q, 'includePayload');
+        if (includeRaw !== undefined && includeRaw !== 'true' && includeRaw !== 'false') fields.push({ path: 'includePayload', code: 'invalid_type', message: 'must be true or false' });
+        invalid(fields);
+        if (collection === undefined || recordId === undefined) throw new DrisError('internal_error', 'unreachable');
+        const includePayload = includeRaw === 'true';
+        const tenantId = tenantOf(ctx, q.get('tenantId'));
+        const p = principalOf(ctx);
+        const { receipt, record } = await deps.verifier.receipt(tenantId, { collection, recordId, ...opt('database', optional(q, 'database')), ...opt('recordVersion', optional(q, 'recordVersion')) });
+        const policy = (await policyOf(tenantId))?.policy ?? DEFAULT_POLICY;
+        const scopes: RetrievalScope[] = includePayload ? ['evidence', 'payload'] : ['evidence'];
+        const verdicts = scopes.map((scope) => ({ scope, ...decide(policy, { clientId: p.clientId, level: p.level }, record.envelope, scope) }));
+        const resource = `record:${collection}/${recordId}`;
+        await deps.audit.append(verdicts.map((v) => accessEvent(ctx, tenantId, resource, v.allowed, { scope: v.scope, reason: v.reason, ruleIndex: v.ruleIndex, via: 'receipt' })));
+        const denied = verdicts.find((v) => !v.allowed);
+        if (denied !== undefined) {
+          throw new DrisError('forbidden_client', `the tenant's retrieval policy does not let this client retrieve this record's ${denied.scope}`, {
+            extra: { scope: denied.scope, reason: denied.reason },
+          });
+        }
+        let body: Record<string, unknown> = { ...receipt };
+        if (includePayload) {
+          const text = await deps.evidence.payloadOf(tenantId, record.ingestId, record.acceptedAtMs);
+          if (text === null) throw new DrisError('not_found', 'no such record');
+          body = { ...receipt, payload: JSON.parse(text) as Record<string, unknown> };
+        }
+        const name = `dris-receipt-${receipt.collection}-${receipt.recordId}-v${receipt.recordVersion}.json`.replace(/[^A-Za-z0-9._-]/g, '_');
+        return { status: 200, body, headers: { 'Content-Disposition': `attachment; filename="${name}"` } };
+      },
+    },
+    {
+      method: 'GET',
+      pattern: '/admin/v1/tenants/:tenantId/retrieval-policy',
+      operationId: 'GetRetrievalPolicy',
+      auth: 'admin',
+      handle: async (ctx) => {
+        const tenantId = ctx.params['tenantId'] ?? '';
+        const stored = await deps.policies.get(tenantId);
+        return {
+          status: 200,
+          body: { tenantId, policy: stored?.policy ?? DEFAULT_POLICY, isDefault: stored === null, updatedAt: stored === null ? null : new Date(stored.updatedAtMs).toISOString() },
+        };
+      },
+    },
+    {
+      method: 'PUT',
+      pattern: '/admin/v1/tenants/:tenantId/retrieval-policy',
+      operationId: 'PutRetrievalPolicy',
+      auth: 'admin',
+      maxBodyBytes: 256 * 1024,
+      handle: async (ctx) => {
+        const tenantId = ctx.params['tenantId'] ?? '';
+        if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(tenantId)) {
+          throw new DrisError('validation_failed', 'invalid tenant', { fields: [{ path: 'tenantId', code: 'invalid_format', message: 'must be a tenant identifier' }] });
+        }
+        const policy = checked(ijsonBody(ctx), validatePolicy);
+        const stored = await deps.policies.put(tenantId, policy, 'operator');
+        await deps.audit.append([
+          {
+            eventId: `pol_${randomBytes(10).toString('hex')}`,
+            atMs: now(),
+            tenantId,
+            clientId: 'operator',
+            keyId: 'admin',
+            action: 'policy.set',
+            resource: `retrieval-policy:${tenantId}`,
+            outcome: 'success',
+            correlationId: ctx.correlationId,
+            detail: { rules: policy.rules.length, defaultEffect: policy.defaultEffect },
+          },
+        ]);
+        return { status: 200, body: { tenantId, policy: stored.policy, isDefault: false, updatedAt: new Date(stored.updatedAtMs).toISOString() } };
+      },
+    },
+  ];
+}
+
+/** `{ [name]: value }` when the value is present, else `{}`: for exactOptionalPropertyTypes. */
+function opt<K extends string, V>(name: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [name]: value }) as { [P in K]?: V };
+}
