@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { DrisError, type FieldError } from '../errors/dris-error.js';
 import type { AuditLog } from '../domain/audit/ports.js';
-import { assertTenant, type Principal } from '../app/authenticator.js';
+import { assertTenant } from '../app/authenticator.js';
 import type { Anchorer } from '../app/anchorer.js';
 import type { PipelineStore } from '../domain/pipeline/ports.js';
 import type { Batch, Snapshot, SnapshotStatus } from '../domain/pipeline/types.js';

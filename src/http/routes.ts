@@ -1,12 +1,12 @@
 import { DrisError, type FieldError } from '../errors/dris-error.js';
-import { assertTenant, type Principal } from '../app/authenticator.js';
+import { assertTenant } from '../app/authenticator.js';
 import type { IngestService } from '../app/ingest-service.js';
 import type { KeyAdmin } from '../app/key-admin.js';
 import type { HealthReport } from '../app/health.js';
 import type { RecordIndex } from '../domain/records/ports.js';
 import { ACCESS_LEVELS, type AccessLevel } from '../domain/keys/types.js';
 import type { RecordQuery } from '../domain/records/types.js';
-import type { Reply, RequestContext, Route } from './router.js';
+import type { RequestContext, Route } from './router.js';
 import type { SwaggerAssets } from './swagger.js';
 import { principalOf, timeParam } from './params.js';
 

@@ -103,11 +103,11 @@ void t.test('migrate is idempotent and records each version once', async (t) => 
   await index.migrate();
   await index.migrate();
   const versions = await raw.query<{ version: number | string }>('SELECT version FROM dris.schema_migrations ORDER BY version');
-  t.same(versions.map((v) => Number(v.version)), [1, 2, 3, 4, 5, 6]);
+  t.same(versions.map((v) => Number(v.version)), [1, 2, 3, 4, 5, 6, 7, 8]);
   const tables = await raw.query<{ name: string }>(
     `SELECT name FROM system.tables WHERE database = 'dris' ORDER BY name`,
   );
-  t.same(tables.map((r) => r.name), ['api_keys', 'audit_events', 'batches', 'records', 'schema_migrations', 'snapshot_lifecycle', 'snapshots']);
+  t.same(tables.map((r) => r.name), ['api_keys', 'audit_events', 'batches', 'records', 'retrieval_policies', 'schema_migrations', 'snapshot_lifecycle', 'snapshots', 'verifications']);
   const engines = await raw.query<{ name: string; engine: string; sorting_key: string }>(
     `SELECT name, engine, sorting_key FROM system.tables WHERE database = 'dris' AND name IN ('records', 'api_keys', 'audit_events')`,
   );

@@ -96,11 +96,15 @@ void t.test('migrate applies missing migrations in order, then only bootstraps',
   t.same(execs[11]?.params, { version: 5, name: 'create snapshots' });
   t.match(execs[12]?.sql, /CREATE TABLE IF NOT EXISTS dris_test\.snapshot_lifecycle/);
   t.same(execs[13]?.params, { version: 6, name: 'create snapshot_lifecycle' });
-  t.equal(execs.length, 14);
+  t.match(execs[14]?.sql, /CREATE TABLE IF NOT EXISTS dris_test\.verifications/);
+  t.same(execs[15]?.params, { version: 7, name: 'create verifications' });
+  t.match(execs[16]?.sql, /CREATE TABLE IF NOT EXISTS dris_test\.retrieval_policies/);
+  t.same(execs[17]?.params, { version: 8, name: 'create retrieval_policies' });
+  t.equal(execs.length, 18);
 
   const again = new FakeRunner();
   // A server answers 64-bit integers as strings.
-  again.onQuery = () => [{ version: '1' }, { version: '2' }, { version: '3' }, { version: '4' }, { version: '5' }, { version: '6' }, { version: '7' }];
+  again.onQuery = () => [{ version: '1' }, { version: '2' }, { version: '3' }, { version: '4' }, { version: '5' }, { version: '6' }, { version: '7' }, { version: '8' }, { version: '9' }];
   await new ClickHouseIndex(OPTIONS, again).migrate();
   t.equal(again.of('exec').length, 2);
 });

@@ -309,9 +309,10 @@ SETTINGS fsync_after_insert = 1, fsync_part_directory = 1`,
 }
 
 /** Table names qualified with the database, for inserts. */
-export function tables(db: string): { records: string; apiKeys: string; auditEvents: string; schemaMigrations: string } {
+export function tables(db: string): { records: string; apiKeys: string; auditEvents: string; schemaMigrations: string; snapshots: string } {
   return {
     records: `${db}.records`,
+    snapshots: `${db}.snapshots`,
     apiKeys: `${db}.api_keys`,
     auditEvents: `${db}.audit_events`,
     schemaMigrations: `${db}.schema_migrations`,
@@ -365,9 +366,10 @@ export interface IndexSql {
   readonly ping: string;
 }
 
-const RECORD_SUMMARY_COLUMNS = `ingest_id, tenant_id, client_id, database, collection, record_id, record_version,
+/** The summary columns of a record row, its own status and transaction renamed for the join. */
+const RECORD_ROW_COLUMNS = `ingest_id, tenant_id, client_id, database, collection, record_id, record_version,
        operation_type, source_timestamp, toUnixTimestamp64Milli(accepted_at) AS accepted_at_ms,
-       payload_hash, record_hash, salt, hash_scheme, status, snapshot_id, batch_id, chain_tx_hash`;
+       payload_hash, record_hash, salt, hash_scheme, status AS row_status, snapshot_id, batch_id, chain_tx_hash AS row_tx`;
 
 const API_KEY_COLUMNS = `key_id, tenant_id, client_id, level, secret_hash,
        toUnixTimestamp64Milli(created_at) AS created_at_ms,
@@ -410,11 +412,30 @@ WHERE tenant_id IN {tenants:Array(String)}
           `(accepted_at > fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC') OR ingest_id > {afterId:String})`,
         );
       }
-      return `SELECT ${RECORD_SUMMARY_COLUMNS}
-FROM ${t.records} FINAL
-WHERE ${where.join('\n  AND ')}
-ORDER BY accepted_at, ingest_id
-LIMIT {limit:UInt32}`;
+      // A record row holds its status as of its last rewrite (batch formation); the snapshot's
+      // later transitions (Anchored, Failed) and its transaction live in snapshots, joined here.
+      return `SELECT r.ingest_id AS ingest_id, r.tenant_id AS tenant_id, r.client_id AS client_id, r.database AS database,
+       r.collection AS collection, r.record_id AS record_id, r.record_version AS record_version,
+       r.operation_type AS operation_type, r.source_timestamp AS source_timestamp, r.accepted_at_ms AS accepted_at_ms,
+       r.payload_hash AS payload_hash, r.record_hash AS record_hash, r.salt AS salt, r.hash_scheme AS hash_scheme,
+       if(r.snapshot_id IS NULL, 'Ingested', if(empty(s.snap_status), r.row_status, s.snap_status)) AS status,
+       r.snapshot_id AS snapshot_id, r.batch_id AS batch_id,
+       if(s.snap_tx IS NULL, r.row_tx, s.snap_tx) AS chain_tx_hash
+FROM
+(
+    SELECT ${RECORD_ROW_COLUMNS}
+    FROM ${t.records} FINAL
+    WHERE ${where.join('\n      AND ')}
+    ORDER BY accepted_at, ingest_id
+    LIMIT {limit:UInt32}
+) AS r
+LEFT JOIN
+(
+    SELECT snapshot_id AS snap_id, status AS snap_status, chain_tx_hash AS snap_tx
+    FROM ${t.snapshots} FINAL
+    WHERE tenant_id = {tenantId:String}
+) AS s ON r.snapshot_id = s.snap_id
+ORDER BY r.accepted_at_ms, r.ingest_id`;
     },
     getKey: `SELECT ${API_KEY_COLUMNS}
 FROM ${t.apiKeys} FINAL
