@@ -21,6 +21,8 @@ const USAGE = `usage:
   dris keys list [--tenant T]
   dris keys revoke <keyId>
   dris keys rotate <keyId> [--grace-seconds N]
+  dris verify <receipt.json> --rpc URL [--payload FILE] [--ipfs-gateway URL] [--json] [--timeout-ms N]
+                                  check a receipt without the service (dris verify --help)
 options of keys commands:
   --url URL            service base URL (default http://HOST:PORT from the environment)
   --admin-token TOKEN  admin token (default DRIS_ADMIN_TOKEN, else <DRIS_DATA_DIR>/admin-token)`;
@@ -167,6 +169,11 @@ async function mainCli(argv: string[]): Promise<void> {
       return keys(rest);
     case 'migrate':
       return migrate();
+    case 'verify': {
+      const { verifyCommand } = await import('./verify-command.js');
+      process.exitCode = await verifyCommand(rest);
+      return;
+    }
     case 'help':
     case '--help':
     case '-h':

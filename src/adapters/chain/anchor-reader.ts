@@ -2,7 +2,6 @@ import { Contract, getAddress, Interface, isAddress, isError, zeroPadValue, toBe
 import { DrisError } from '../../errors/dris-error.js';
 import type { AnchorEventView, ChainReader } from '../../domain/verification/ports.js';
 import { translateChainError } from './chain-errors.js';
-import { loadAnchorArtifact } from './contract-artifact.js';
 import { makeProvider } from './ethers-chain.js';
 
 /**
@@ -27,12 +26,22 @@ export interface AnchorReaderOptions {
    * are read again each time, since a reorg may still drop them. Default 64.
    */
   readonly finalityDepth?: number;
-  /** contracts/artifacts/DrisAnchor.json when unset. */
-  readonly artifactPath?: string;
 }
 
 /** Why connect() refused the node or the address (extra.reason of its config_invalid). */
 export type AnchorReaderRefusal = 'chain_id_mismatch' | 'no_contract' | 'not_anchor_contract' | 'bad_address';
+
+/**
+ * The part of DrisAnchor's interface a reader uses, written out rather than read from the build
+ * artifact: a verifier run years later from an installed package must not depend on a build output,
+ * and this interface is what every deployed DrisAnchor keeps (the integration test holds the two
+ * to the same selectors and topic).
+ */
+export const ANCHOR_READER_ABI = [
+  'function anchorOf(bytes32 merkleRoot) view returns (uint64 batchSeq, uint64 timestamp)',
+  'function lastSequence() view returns (uint64)',
+  'event Anchored(uint64 indexed batchSeq, bytes32 indexed merkleRoot, string batchId, string manifestCid, uint32 recordCount, uint64 timestamp)',
+] as const;
 
 const ROOT_RE = /^[0-9a-f]{64}$/;
 const DEFAULT_RANGE = 50_000;
@@ -102,7 +111,6 @@ export class AnchorReader implements ChainReader {
     const address = getAddress(options.contractAddress);
     const timeoutMs = options.timeoutMs ?? 10_000;
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0) throw new DrisError('config_invalid', 'timeoutMs must be a positive integer');
-    const artifact = loadAnchorArtifact(options.artifactPath);
     // The chain id is only known once asked; a provider bound to a provisional network can ask it,
     // since eth_chainId does not depend on it. It is rebuilt on the real chain id below.
     const probe = makeProvider(options.rpcUrl, options.expectedChainId ?? 1, timeoutMs);
@@ -119,7 +127,7 @@ export class AnchorReader implements ChainReader {
     }
     const provider = makeProvider(options.rpcUrl, chainId, timeoutMs);
     try {
-      const reader = new AnchorReader(provider, new Interface(artifact.abi), chainId, address, options);
+      const reader = new AnchorReader(provider, new Interface(ANCHOR_READER_ABI), chainId, address, options);
       await reader.verifyContract();
       return reader;
     } catch (err) {

@@ -1,0 +1,185 @@
+import t, { type Test } from 'tap';
+import { randomBytes } from 'node:crypto';
+import { createServer, type Socket } from 'node:net';
+import { Interface, Wallet } from 'ethers';
+import { ANCHOR_READER_ABI, AnchorReader } from '../../src/adapters/chain/anchor-reader.js';
+import { loadAnchorArtifact } from '../../src/adapters/chain/contract-artifact.js';
+import { ANVIL_DEV_ANCHORER_KEY, freeLoopbackPort } from '../../src/adapters/chain/anvil-node.js';
+import { deployAnchorContract, EthersChain, type Deployment } from '../../src/adapters/chain/ethers-chain.js';
+import type { AnchorReceipt, AnchorRequest } from '../../src/domain/pipeline/ports.js';
+import { setLogLevel } from '../../src/util/logger.js';
+import { ensureContractArtifact, startAnvil, type TestAnvil } from '../harness/anvil.js';
+
+/**
+ * The read-only chain adapter against a real anvil: two anchors made by the anchoring adapter are
+ * read back by root, sequence and batchId, through chunked log queries and the cache of final
+ * events; a node on another chain, an address without the contract, a dead node and a silent one
+ * are refused with their codes.
+ */
+
+setLogLevel('silent');
+ensureContractArtifact();
+
+const CIDS = ['bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku', 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'];
+
+interface Anchored {
+  readonly request: AnchorRequest;
+  readonly receipt: AnchorReceipt;
+}
+
+interface Fixture {
+  readonly anvil: TestAnvil;
+  readonly deployment: Deployment;
+  readonly anchors: readonly Anchored[];
+}
+
+async function fixture(t: Test): Promise<Fixture> {
+  const anvil = await startAnvil();
+  t.teardown(() => anvil.stop());
+  const deployment = await deployAnchorContract({ rpcUrl: anvil.rpcUrl, chainId: anvil.chainId, signer: { privateKey: ANVIL_DEV_ANCHORER_KEY } });
+  const chain = await EthersChain.connect({
+    rpcUrl: anvil.rpcUrl,
+    chainId: anvil.chainId,
+    signer: { privateKey: ANVIL_DEV_ANCHORER_KEY },
+    contractAddress: deployment.address,
+    pollIntervalMs: 50,
+  });
+  const anchors: Anchored[] = [];
+  try {
+    for (const [i, manifestCid] of CIDS.entries()) {
+      const request: AnchorRequest = { batchSeq: i + 1, merkleRoot: randomBytes(32).toString('hex'), recordCount: 10 + i, batchId: `batch-${i + 1}-${randomBytes(4).toString('hex')}`, manifestCid };
+      anchors.push({ request, receipt: await chain.anchor(request) });
+      // Empty blocks between the anchors, so chunked scans cross ranges without events.
+      await anvil.rpc('anvil_mine', ['0x5']);
+    }
+  } finally {
+    await chain.close();
+  }
+  return { anvil, deployment, anchors };
+}
+
+function nth(anchors: readonly Anchored[], i: number): Anchored {
+  const a = anchors[i];
+  if (a === undefined) throw new Error(`no anchor ${i}`);
+  return a;
+}
+
+function viewOf(a: Anchored): Record<string, unknown> {
+  return {
+    batchSeq: a.request.batchSeq,
+    merkleRoot: a.request.merkleRoot,
+    batchId: a.request.batchId,
+    manifestCid: a.request.manifestCid,
+    recordCount: a.request.recordCount,
+    timestampSec: a.receipt.blockTimestamp,
+    txHash: a.receipt.txHash.toLowerCase(),
+    blockNumber: a.receipt.blockNumber,
+  };
+}
+
+t.test("the reader's ABI is the compiled contract's", async (t) => {
+  const reader = new Interface(ANCHOR_READER_ABI);
+  const compiled = new Interface(loadAnchorArtifact().abi);
+  for (const name of ['anchorOf', 'lastSequence'] as const) {
+    t.equal(reader.getFunction(name)?.format('full'), compiled.getFunction(name)?.format('full'), name);
+  }
+  t.equal(reader.getEvent('Anchored')?.format('full'), compiled.getEvent('Anchored')?.format('full'), 'Anchored');
+  t.equal(reader.getEvent('Anchored')?.topicHash, compiled.getEvent('Anchored')?.topicHash);
+});
+
+t.test('reads two anchors back by root, sequence and batchId', async (t) => {
+  const { anvil, deployment, anchors } = await fixture(t);
+  const first = nth(anchors, 0);
+  const second = nth(anchors, 1);
+  for (const [label, options] of [
+    ['one query per search', {}],
+    ['three-block chunks', { maxBlockRange: 3 }],
+  ] as const) {
+    const reader = await AnchorReader.connect({ rpcUrl: anvil.rpcUrl, contractAddress: deployment.address.toLowerCase(), expectedChainId: anvil.chainId, fromBlock: deployment.blockNumber, ...options });
+    t.teardown(() => reader.close());
+    t.equal(reader.chainId, anvil.chainId, `${label}: chain id`);
+    t.equal(reader.contractAddress, deployment.address, `${label}: the address, checksummed`);
+
+    t.same(await reader.anchorOf(first.request.merkleRoot), { batchSeq: 1, anchoredAtSec: first.receipt.blockTimestamp }, `${label}: anchorOf the first root`);
+    t.same(await reader.anchorOf(second.request.merkleRoot), { batchSeq: 2, anchoredAtSec: second.receipt.blockTimestamp }, `${label}: anchorOf the second root`);
+    t.equal(await reader.anchorOf(randomBytes(32).toString('hex')), null, `${label}: a root never anchored`);
+
+    for (const a of anchors) {
+      t.same(await reader.eventBySeq(a.request.batchSeq), viewOf(a), `${label}: event of batchSeq ${a.request.batchSeq}`);
+      t.same(await reader.eventByRoot(a.request.merkleRoot), viewOf(a), `${label}: event of root ${a.request.batchSeq}`);
+      t.same(await reader.eventByBatchId(a.request.batchId), viewOf(a), `${label}: event of batchId ${a.request.batchSeq}`);
+    }
+    t.equal(await reader.eventBySeq(3), null, `${label}: a sequence not used yet`);
+    t.equal(await reader.eventByRoot(randomBytes(32).toString('hex')), null, `${label}: an unknown root`);
+    t.equal(await reader.eventByBatchId('no-such-batch'), null, `${label}: an unknown batchId`);
+    t.ok((await reader.headBlock()) >= second.receipt.blockNumber + 5, `${label}: head block`);
+
+    await t.rejects(reader.anchorOf('AB'.repeat(32)), { code: 'validation_failed' }, `${label}: a malformed root`);
+    await t.rejects(reader.eventBySeq(0), { code: 'validation_failed' }, `${label}: sequences start at 1`);
+  }
+
+  const late = await AnchorReader.connect({ rpcUrl: anvil.rpcUrl, contractAddress: deployment.address, fromBlock: second.receipt.blockNumber + 1 });
+  t.teardown(() => late.close());
+  t.equal(late.chainId, anvil.chainId, 'without expectedChainId the node says which chain');
+  t.equal(await late.eventBySeq(2), null, 'searches start at fromBlock');
+  t.same(await late.anchorOf(second.request.merkleRoot), { batchSeq: 2, anchoredAtSec: second.receipt.blockTimestamp }, 'anchorOf reads storage, whatever fromBlock');
+});
+
+t.test('final events are cached: read back with the node gone', async (t) => {
+  const { anvil, deployment, anchors } = await fixture(t);
+  const reader = await AnchorReader.connect({ rpcUrl: anvil.rpcUrl, contractAddress: deployment.address, expectedChainId: anvil.chainId, finalityDepth: 2, maxBlockRange: 4 });
+  t.teardown(() => reader.close());
+  const first = nth(anchors, 0);
+  const second = nth(anchors, 1);
+  // Every block of the two anchors is at least 5 below the head: final at depth 2.
+  t.same(await reader.eventByBatchId(second.request.batchId), viewOf(second), 'the scan finds the second batch');
+  t.same(await reader.eventBySeq(1), viewOf(first), 'the first, by sequence');
+  await anvil.node.stop();
+  t.same(await reader.eventByBatchId(first.request.batchId), viewOf(first), 'cached by batchId');
+  t.same(await reader.eventBySeq(2), viewOf(second), 'cached by sequence');
+  t.same(await reader.eventByRoot(first.request.merkleRoot), viewOf(first), 'cached by root');
+  await t.rejects(reader.anchorOf(first.request.merkleRoot), { code: 'dependency_unavailable' }, 'storage is read now, never cached');
+  await t.rejects(reader.headBlock(), { code: 'dependency_unavailable' });
+  await t.rejects(reader.eventBySeq(3), { code: 'dependency_unavailable' }, 'what is not cached needs the node');
+  await reader.close();
+  await t.rejects(reader.eventBySeq(1), { code: 'dependency_unavailable' }, 'closed');
+});
+
+t.test('refusals: wrong chain id, no contract, dead node, silent node', async (t) => {
+  const anvil = await startAnvil({ chainId: 31_338 });
+  t.teardown(() => anvil.stop());
+  const deployment = await deployAnchorContract({ rpcUrl: anvil.rpcUrl, chainId: anvil.chainId, signer: { privateKey: ANVIL_DEV_ANCHORER_KEY } });
+
+  await t.rejects(
+    AnchorReader.connect({ rpcUrl: anvil.rpcUrl, contractAddress: deployment.address, expectedChainId: 31_337 }),
+    { name: 'DrisError', code: 'config_invalid', extra: { reason: 'chain_id_mismatch', expected: 31_337, actual: 31_338 } },
+    'a node on another chain',
+  );
+  await t.rejects(
+    AnchorReader.connect({ rpcUrl: anvil.rpcUrl, contractAddress: new Wallet(ANVIL_DEV_ANCHORER_KEY).address, expectedChainId: 31_338 }),
+    { code: 'config_invalid', extra: { reason: 'no_contract' } },
+    'an address without code',
+  );
+  await t.rejects(AnchorReader.connect({ rpcUrl: anvil.rpcUrl, contractAddress: '0x1234' }), { code: 'config_invalid', extra: { reason: 'bad_address' } }, 'not an address');
+
+  const deadPort = await freeLoopbackPort();
+  await t.rejects(AnchorReader.connect({ rpcUrl: `http://127.0.0.1:${deadPort}`, contractAddress: deployment.address, timeoutMs: 5_000 }), { code: 'dependency_unavailable' }, 'nothing listens');
+
+  // A node that accepts the connection and never answers.
+  const sockets = new Set<Socket>();
+  const silent = createServer((s) => {
+    sockets.add(s);
+    s.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        silent.close(() => resolve());
+      }),
+  );
+  const address = silent.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  await t.rejects(AnchorReader.connect({ rpcUrl: `http://127.0.0.1:${port}`, contractAddress: deployment.address, timeoutMs: 300 }), { code: 'timeout' }, 'no answer in time');
+});
