@@ -22,6 +22,9 @@ import type { Route } from './http/router.js';
 import { KeyAdmin, resolveAdminToken } from './app/key-admin.js';
 import { healthReporter, type Probe } from './app/health.js';
 import { InlineHasher } from './app/inline-hasher.js';
+import type { RecordHasher } from './app/ingest-service.js';
+import { HashingService } from './adapters/hashing/hashing-service.js';
+import { HashPool } from './adapters/hashing/hash-pool.js';
 import { loadHashingBackend } from './adapters/hashing/select-backend.js';
 import { EmbeddedQueue } from './adapters/queue/embedded-queue.js';
 import { EmbeddedAdmissionStore } from './adapters/limits/embedded-admission-store.js';
@@ -218,7 +221,14 @@ export async function startService(cfg: Config): Promise<RunningService> {
     const hashing = await loadHashingBackend(cfg.hashBackend);
     for (const t of hashing.tried) log.info({ backend: t.name, err: t.error }, 'hash backend unavailable');
     log.info({ backend: hashing.backend.name, requested: cfg.hashBackend }, 'hash backend selected');
-    const hasher = new InlineHasher(hashing.backend);
+    // Small bodies hash inline (a pool round trip costs more); large ones in worker threads, so a
+    // 16 MiB bulk request never stalls the event loop. DRIS_HASH_THREADS=0 hashes inline only.
+    let hasher: RecordHasher = new InlineHasher(hashing.backend);
+    if (cfg.hashThreads > 0 && cfg.roles.includes('api')) {
+      const pool = new HashPool({ backend: hashing.backend.name, threads: cfg.hashThreads, maxQueue: cfg.hashMaxQueue });
+      closers.push(() => pool.close());
+      hasher = new HashingService({ backend: hashing.backend, pool });
+    }
 
     const { index, adapter: indexAdapter } = await openIndex(cfg);
     closers.push(() => index.close());

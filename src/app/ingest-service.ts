@@ -240,6 +240,8 @@ export class IngestService {
   }
 
   async ingestBulk(principal: Principal, body: Uint8Array, headerKey: string | undefined, correlationId: string): Promise<IngestOutcome<BulkIngestResponse>> {
+    // Taken before hashing: a pooled hasher transfers the body to a worker, detaching it here.
+    const bodyFingerprint = headerKey === undefined ? '' : createHash('sha256').update(body).digest('hex');
     const prepared = await this.deps.hasher.prepareBody(body, 'bulk');
     if (prepared.value === undefined) throw syntaxError(prepared);
     const shape = validateBulkEnvelope(prepared.value, MAX_BULK_ITEMS);
@@ -252,7 +254,7 @@ export class IngestService {
 
     // The whole request under one key: its answer is replayed as a whole.
     const requestKey = headerKey === undefined ? null : this.idemKey(tenantId ?? principal.tenantId, `bulk:${headerKey}`);
-    const requestFingerprint = requestKey === null ? '' : createHash('sha256').update(body).digest('hex');
+    const requestFingerprint = bodyFingerprint;
     if (requestKey !== null) {
       const replay = await this.claim(requestKey, requestFingerprint);
       if (replay !== null) return { status: replay.status, body: JSON.parse(replay.body) as BulkIngestResponse };
