@@ -76,3 +76,43 @@ export function checked<T>(value: unknown, validate: (v: unknown) => IValidation
   return r.data;
 }
 
+
+/** `{ [name]: value }` when the value is present, else `{}`: for exactOptionalPropertyTypes. */
+export function opt<K extends string, V>(name: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [name]: value }) as { [P in K]?: V };
+}
+
+export interface Listing<K extends string> {
+  readonly tenantId: string;
+  readonly limit: number;
+  /** fromMs, toMs and cursor, each only when given. */
+  readonly window: { fromMs?: number; toMs?: number; cursor?: string };
+  /** The named string filters that were given. */
+  readonly filters: { [P in K]?: string };
+}
+
+/**
+ * The common query of a tenant's listing: `tenantId` (default the key's, checked), `limit`,
+ * `from`/`to` and `cursor`, plus string filters; `check` may add field errors of its own. Every
+ * problem is reported at once (400 with one detail per parameter).
+ */
+export function listingOf<K extends string>(ctx: RequestContext, filters: readonly K[], check?: (q: URLSearchParams, fields: FieldError[]) => void): Listing<K> {
+  const q = ctx.query;
+  const fields: FieldError[] = [];
+  const limit = limitOf(q, fields);
+  const fromMs = timeParam(q, 'from', fields);
+  const toMs = timeParam(q, 'to', fields);
+  check?.(q, fields);
+  if (fields.length > 0) throw new DrisError('validation_failed', 'invalid query', { fields });
+  const given: { [P in K]?: string } = {};
+  for (const name of filters) {
+    const v = optional(q, name);
+    if (v !== undefined) given[name] = v;
+  }
+  return {
+    tenantId: tenantOf(ctx, q.get('tenantId')),
+    limit,
+    window: { ...opt('fromMs', fromMs), ...opt('toMs', toMs), ...opt('cursor', optional(q, 'cursor')) },
+    filters: given,
+  };
+}

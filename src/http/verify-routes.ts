@@ -17,7 +17,7 @@ import {
 import type { EvidenceIndex } from '../domain/verification/ports.js';
 import type { VerifyPayloadRequest, VerifyRecordRequest } from '../domain/verification/types.js';
 import type { VerificationHistory } from '../domain/verification/ports.js';
-import { checked, ijsonBody, limitOf, optional, principalOf, tenantOf, tenantsOf, timeParam } from './params.js';
+import { checked, ijsonBody, listingOf, opt, optional, principalOf, tenantOf, tenantsOf } from './params.js';
 import type { RequestContext, Route } from './router.js';
 
 /**
@@ -108,26 +108,11 @@ export function verifyRoutes(deps: VerifyRouteDeps): Route[] {
       operationId: 'GetVerificationHistory',
       auth: 'apiKey',
       handle: async (ctx) => {
-        const q = ctx.query;
-        const fields: FieldError[] = [];
-        const limit = limitOf(q, fields);
-        const fromMs = timeParam(q, 'from', fields);
-        const toMs = timeParam(q, 'to', fields);
-        const outcome = optional(q, 'outcome');
-        if (outcome !== undefined && !HISTORY_OUTCOMES.includes(outcome)) fields.push({ path: 'outcome', code: 'invalid_enum', message: `must be one of ${HISTORY_OUTCOMES.join(', ')}` });
-        invalid(fields);
-        const tenantId = tenantOf(ctx, q.get('tenantId'));
-        const page = await deps.history.query({
-          tenantId,
-          limit,
-          ...opt('recordId', optional(q, 'recordId')),
-          ...opt('collection', optional(q, 'collection')),
-          ...opt('snapshotId', optional(q, 'snapshotId')),
-          ...opt('outcome', outcome),
-          ...opt('fromMs', fromMs),
-          ...opt('toMs', toMs),
-          ...opt('cursor', optional(q, 'cursor')),
+        const l = listingOf(ctx, ['recordId', 'collection', 'snapshotId', 'outcome'] as const, (q, fields) => {
+          const outcome = optional(q, 'outcome');
+          if (outcome !== undefined && !HISTORY_OUTCOMES.includes(outcome)) fields.push({ path: 'outcome', code: 'invalid_enum', message: `must be one of ${HISTORY_OUTCOMES.join(', ')}` });
         });
+        const page = await deps.history.query({ tenantId: l.tenantId, limit: l.limit, ...l.window, ...l.filters });
         return { status: 200, body: { items: page.items, nextCursor: page.nextCursor } };
       },
     },
@@ -137,23 +122,8 @@ export function verifyRoutes(deps: VerifyRouteDeps): Route[] {
       operationId: 'GetAuditHistory',
       auth: 'apiKey',
       handle: async (ctx) => {
-        const q = ctx.query;
-        const fields: FieldError[] = [];
-        const limit = limitOf(q, fields);
-        const fromMs = timeParam(q, 'from', fields);
-        const toMs = timeParam(q, 'to', fields);
-        invalid(fields);
-        const tenantId = tenantOf(ctx, q.get('tenantId'));
-        const query: AuditQuery = {
-          tenantId,
-          limit,
-          ...opt('action', optional(q, 'action')),
-          ...opt('keyId', optional(q, 'keyId')),
-          ...opt('clientId', optional(q, 'clientId')),
-          ...opt('fromMs', fromMs),
-          ...opt('toMs', toMs),
-          ...opt('cursor', optional(q, 'cursor')),
-        };
+        const l = listingOf(ctx, ['action', 'keyId', 'clientId'] as const);
+        const query: AuditQuery = { tenantId: l.tenantId, limit: l.limit, ...l.window, ...l.filters };
         const page = await deps.audit.query(query);
         return {
           status: 200,
@@ -321,9 +291,4 @@ export function verifyRoutes(deps: VerifyRouteDeps): Route[] {
       },
     },
   ];
-}
-
-/** `{ [name]: value }` when the value is present, else `{}`: for exactOptionalPropertyTypes. */
-function opt<K extends string, V>(name: K, value: V | undefined): { [P in K]?: V } {
-  return (value === undefined ? {} : { [name]: value }) as { [P in K]?: V };
 }

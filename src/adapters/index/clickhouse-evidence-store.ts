@@ -3,7 +3,7 @@ import { HASH_SCHEME, type OperationType, type Page } from '../../domain/records
 import type { EvidenceIndex, HistoryQuery, RecordLookup, StoredRecord, VerificationHistory } from '../../domain/verification/ports.js';
 import type { ReasonCategory, VerificationHistoryEntry, VerificationMode, VerificationStatus } from '../../domain/verification/types.js';
 import { DrisError } from '../../errors/dris-error.js';
-import { dateTime64Text, decodeCursor, encodeCursor } from './clickhouse-record-index.js';
+import { dateTime64Text, decodeCursor, encodeCursor, type RecordRow } from './clickhouse-record-index.js';
 import { GroupCommit } from './group-commit.js';
 import { LookupBatcher } from './lookup-batcher.js';
 import { databaseIdentifier, MAX_PAGE_LIMIT } from './sql.js';
@@ -17,27 +17,28 @@ import type { SqlRunner } from './sql-runner.js';
 
 type Int64Out = number | string;
 
-interface EvidenceRow {
-  ingest_id: string;
-  tenant_id: string;
-  client_id: string;
-  database: string;
-  collection: string;
-  record_id: string;
-  record_version: string;
-  operation_type: string;
-  source_timestamp: string | null;
-  hash_scheme: string;
-  payload_hash: string;
-  record_hash: string;
-  salt: string;
-  accepted_at_ms: Int64Out;
-  snapshot_id: string | null;
-  batch_id: string | null;
-  leaf_index: number | null;
-  tree_size: number | null;
-  merkle_proof: string[];
-}
+/** The record columns verification reads (the payload stays on disk). */
+type EvidenceRow = Pick<
+  RecordRow,
+  | 'ingest_id'
+  | 'tenant_id'
+  | 'client_id'
+  | 'database'
+  | 'collection'
+  | 'record_id'
+  | 'record_version'
+  | 'operation_type'
+  | 'source_timestamp'
+  | 'hash_scheme'
+  | 'payload_hash'
+  | 'record_hash'
+  | 'salt'
+  | 'snapshot_id'
+  | 'batch_id'
+  | 'leaf_index'
+  | 'tree_size'
+  | 'merkle_proof'
+> & { accepted_at_ms: Int64Out };
 
 interface HistoryRow {
   verification_id: string;

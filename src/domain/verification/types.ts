@@ -1,5 +1,5 @@
 import type { tags } from 'typia';
-import type { HashScheme, Name, OperationType, TenantId } from '../records/types.js';
+import type { Name, OperationType, RecordEnvelope, TenantId } from '../records/types.js';
 
 /**
  * Verification: wire types of the verify endpoints, the receipt, and the outcome vocabulary. The
@@ -231,19 +231,9 @@ export const RECEIPT_VERSION = 1 as const;
  * A self-contained evidence bundle of one anchored record: with it, the payload and any JSON-RPC
  * endpoint of the chain, anyone can check the record without dris (`dris verify`).
  */
-export interface Receipt {
+export interface Receipt extends RecordEnvelope {
   receiptVersion: typeof RECEIPT_VERSION;
-  hashScheme: HashScheme;
   merkleAlgorithm: 'rfc9162-sha256';
-  tenantId: string;
-  database: string;
-  collection: string;
-  recordId: string;
-  recordVersion: string;
-  operationType: OperationType;
-  sourceTimestamp: string | null;
-  payloadHash: string;
-  salt: string;
   recordHash: string;
   leafIndex: number;
   treeSize: number;
