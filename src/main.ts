@@ -5,13 +5,14 @@ import { describeConfig, type Config } from './config/config.js';
 import { DrisError } from './errors/dris-error.js';
 import type { RecordQueue } from './domain/records/ports.js';
 import type { ClickHouseRecordIndex } from './adapters/index/clickhouse-record-index.js';
-import type { Chain, Pinner } from './domain/pipeline/ports.js';
+import type { Chain, LeaderElector, Pinner } from './domain/pipeline/ports.js';
 import type { AdmissionStore } from './domain/limits/ports.js';
 import { Authenticator } from './app/authenticator.js';
 import { IngestService } from './app/ingest-service.js';
 import { Indexer, DEFAULT_INDEXER_OPTIONS } from './app/indexer.js';
 import { Accumulator } from './app/accumulator.js';
 import { Anchorer } from './app/anchorer.js';
+import { LeaderLoop } from './app/leader-loop.js';
 import { ClickHousePipelineStore } from './adapters/index/clickhouse-pipeline-store.js';
 import { pipelineRoutes } from './http/pipeline-routes.js';
 import { verifyRoutes } from './http/verify-routes.js';
@@ -139,7 +140,7 @@ async function openPipeline(cfg: Config): Promise<Pipeline> {
       closers.push(() => chain.close());
     } else {
       const { startEmbeddedChain } = await import('./adapters/chain/embedded-chain.js');
-      const embedded = await startEmbeddedChain({ ...common, dataDir: cfg.dataDir, ...(c.chainId !== undefined ? { chainId: c.chainId } : {}) });
+      const embedded = await startEmbeddedChain({ ...common, dataDir: cfg.dataDir, stateIntervalSec: c.anvilStateIntervalSec, ...(c.chainId !== undefined ? { chainId: c.chainId } : {}) });
       chain = embedded.chain;
       closers.push(() => embedded.close());
     }
@@ -266,11 +267,35 @@ export async function startService(cfg: Config): Promise<RunningService> {
         idleMs: 1000,
       });
       anchorer = active;
-      await active.start();
-      closers.push(() => active.stop());
       const accumulator = new Accumulator(queue, store, hashing.backend, { consumer: ACCUMULATOR_CONSUMER, maxRecords: cfg.batchMaxRecords, maxWaitMs: cfg.batchMaxWaitMs, retryMs: 1000 }, () => active.notify());
-      accumulator.start();
-      closers.push(() => accumulator.stop());
+      // Only the elected leader accumulates and anchors: with Redis, one of the anchorer processes;
+      // embedded, always this one.
+      const elector: LeaderElector =
+        cfg.redis === undefined
+          ? new (await import('./adapters/election/embedded-elector.js')).EmbeddedElector()
+          : await (await import('./adapters/election/redis-elector.js')).RedisElector.connect({
+              url: cfg.redis.url,
+              keyPrefix: cfg.redis.keyPrefix,
+              leaseMs: cfg.leaderLeaseMs,
+              ...(cfg.redis.password !== undefined ? { password: cfg.redis.password } : {}),
+            });
+      closers.push(() => elector.close());
+      const leader = new LeaderLoop(
+        elector,
+        {
+          start: async (term) => {
+            await active.start(term.epoch);
+            accumulator.start();
+          },
+          stop: async () => {
+            await accumulator.stop();
+            await active.stop();
+          },
+        },
+        { retryMs: Math.max(100, Math.floor(cfg.leaderLeaseMs / 5)) },
+      );
+      await leader.start();
+      closers.push(() => leader.stop());
     }
 
     const chainInfo = pipeline?.chain.info();

@@ -10,7 +10,18 @@ import { componentLogger } from '../util/logger.js';
  * forms its batch. Queue messages are acked only once every record they carry is in a durably
  * stored batch: a crash re-delivers them, records already batched are skipped, and the rest form
  * the batch again — nothing is lost and nothing is split or batched twice.
+ *
+ * When records arrive faster than one batch is written, the full batches waiting in the buffer
+ * are formed together and written concurrently (a few at a time): each is still formed from the
+ * first records not yet batched, in stream order, so a crash between two of those writes re-forms
+ * exactly the batch that was not written.
  */
+
+/** Full batches written concurrently by one flush. */
+const MAX_CONCURRENT_BATCHES = 4;
+
+/** Clock skew allowed between the processes that accept records and the one that batches them. */
+const SUSPECT_CLOCK_MARGIN_MS = 5000;
 
 export interface AccumulatorOptions {
   readonly consumer: string;
@@ -39,6 +50,8 @@ export class Accumulator {
   private chain: Promise<void> = Promise.resolve();
   private readonly log = componentLogger('accumulator');
   private formed = 0;
+  /** Records accepted up to then may have been batched by an earlier run (or term). */
+  private suspectBeforeMs = 0;
 
   constructor(
     private readonly queue: RecordQueue,
@@ -54,6 +67,8 @@ export class Accumulator {
 
   start(): void {
     if (this.sub !== null) return;
+    // The margin covers API processes whose clocks run ahead of this one's.
+    this.suspectBeforeMs = Date.now() + SUSPECT_CLOCK_MARGIN_MS;
     this.sub = this.queue.consume(
       {
         consumer: this.options.consumer,
@@ -74,7 +89,12 @@ export class Accumulator {
   }
 
   private async take(deliveries: readonly Delivery[]): Promise<void> {
-    const redelivered = deliveries.filter((d) => d.deliveryCount > 1).flatMap((d) => d.records.map((r) => r.ingestId));
+    // A message may already be in a stored batch when it was delivered before: a redelivery in
+    // this run (deliveryCount), or any message of records accepted before this run started, since
+    // a queue restarted after a crash counts deliveries from 1 again (the embedded queue keeps only
+    // its ack floor, and lazily) and may hand out again messages that were batched and acked.
+    const suspect = (d: Delivery): boolean => d.deliveryCount > 1 || d.records.some((r) => Date.parse(r.acceptedAt) <= this.suspectBeforeMs);
+    const redelivered = deliveries.filter(suspect).flatMap((d) => d.records.map((r) => r.ingestId));
     const already = redelivered.length > 0 ? await this.store.batchedIngestIds(redelivered) : new Set<string>();
     const inBuffer = new Set(this.buffer.map((p) => p.record.ingestId));
     for (const delivery of deliveries) {
@@ -88,52 +108,73 @@ export class Accumulator {
       if (held.remaining === 0) await delivery.ack();
     }
     if (this.buffer.length > 0 && this.timer === null) this.armTimer(this.options.maxWaitMs);
-    while (this.buffer.length >= this.options.maxRecords) await this.flush();
+    // A failed write waits for the retry timer rather than being tried again at once.
+    while (this.buffer.length >= this.options.maxRecords) if (!(await this.flush())) break;
   }
 
   private armTimer(ms: number): void {
+    if (this.timer !== null) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = null;
-      this.serial(() => this.flush()).catch((err: unknown) => this.log.error({ err }, 'timed flush failed'));
+      this.serial(async () => {
+        await this.flush();
+      }).catch((err: unknown) => this.log.error({ err }, 'timed flush failed'));
     }, ms);
     this.timer.unref();
   }
 
-  private async flush(): Promise<void> {
+  /** Forms and writes the batches due now; false when the write failed (the retry timer is set). */
+  private async flush(): Promise<boolean> {
     if (this.timer !== null) {
       clearTimeout(this.timer);
       this.timer = null;
     }
-    if (this.buffer.length === 0) return;
-    const take = this.buffer.slice(0, this.options.maxRecords);
-    const formed = formBatch(
-      take.map((p) => p.record),
-      this.hashing,
-      Date.now(),
+    if (this.buffer.length === 0) return true;
+    const max = this.options.maxRecords;
+    const count = Math.max(1, Math.min(MAX_CONCURRENT_BATCHES, Math.floor(this.buffer.length / max)));
+    const takes = Array.from({ length: count }, (_, i) => this.buffer.slice(i * max, (i + 1) * max));
+    const now = Date.now();
+    // A millisecond apart, so the anchorer takes them in stream order (it orders by creation time).
+    const formed = takes.map((take, i) =>
+      formBatch(
+        take.map((p) => p.record),
+        this.hashing,
+        now + i,
+      ),
     );
-    try {
-      await this.store.saveFormedBatch(formed);
-    } catch (err) {
-      this.log.warn({ err, records: take.length }, 'batch write failed; will retry');
+    const results = await Promise.allSettled(formed.map((f) => this.store.saveFormedBatch(f)));
+    const failed = results.findIndex((r) => r.status === 'rejected');
+    // Only the written prefix counts: a batch written after one that failed is re-formed
+    // identically (same records, same id) by the retry, and its write is idempotent.
+    const written = failed < 0 ? count : failed;
+    for (let i = 0; i < written; i++) {
+      const take = takes[i] ?? [];
+      const f = formed[i];
+      this.formed += 1;
+      if (f !== undefined) this.log.info({ batchId: f.batch.batchId, records: f.batch.treeSize, snapshots: f.snapshots.length }, 'batch formed');
+      const done: Delivery[] = [];
+      for (const p of take) {
+        p.held.remaining -= 1;
+        if (p.held.remaining === 0) done.push(p.held.delivery);
+      }
+      await Promise.all(done.map((d) => d.ack()));
+    }
+    this.buffer = this.buffer.slice(takes.slice(0, written).reduce((n, t) => n + t.length, 0));
+    if (written > 0) this.onBatchFormed();
+    if (failed >= 0) {
+      const reason = results[failed];
+      this.log.warn({ err: reason?.status === 'rejected' ? reason.reason : undefined, records: takes[failed]?.length }, 'batch write failed; will retry');
       this.armTimer(this.options.retryMs);
-      return;
+      return false;
     }
-    this.buffer = this.buffer.slice(take.length);
-    this.formed += 1;
-    this.log.info({ batchId: formed.batch.batchId, records: formed.batch.treeSize, snapshots: formed.snapshots.length }, 'batch formed');
-    const done: Delivery[] = [];
-    for (const p of take) {
-      p.held.remaining -= 1;
-      if (p.held.remaining === 0) done.push(p.held.delivery);
-    }
-    await Promise.all(done.map((d) => d.ack()));
     if (this.buffer.length > 0 && this.timer === null) {
       // Records left over started waiting when they arrived; the next flush closes on its own size or time.
       this.armTimer(this.options.maxWaitMs);
     }
-    this.onBatchFormed();
+    return true;
   }
 
+  /** Stops consuming; records not yet in a batch are given back unacked, for whoever consumes next. */
   async stop(): Promise<void> {
     const sub = this.sub;
     this.sub = null;
@@ -141,5 +182,11 @@ export class Accumulator {
     this.timer = null;
     if (sub !== null) await sub.stop();
     await this.chain;
+    // A timed flush may have armed a retry meanwhile; and a restarted accumulator must start empty.
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    // Held messages go back at once, for the next leader (or this process's next term) to batch.
+    for (const d of new Set(this.buffer.map((p) => p.held.delivery))) d.nak(0);
+    this.buffer = [];
   }
 }

@@ -51,6 +51,8 @@ export interface ChainConfig {
   /** Explorer link templates: `{address}` and `{tx}` are replaced. */
   readonly explorerAddressUrl?: string;
   readonly explorerTxUrl?: string;
+  /** Seconds between state dumps of the embedded anvil node: what a SIGKILL of it can lose. */
+  readonly anvilStateIntervalSec: number;
 }
 
 export interface AnchorRetryConfig {
@@ -95,6 +97,8 @@ export interface Config {
   readonly ipfsApiUrl?: string;
   readonly chain: ChainConfig;
   readonly anchorRetry: AnchorRetryConfig;
+  /** Lease of the anchoring leader's term with Redis, milliseconds: how long a dead leader holds the role. */
+  readonly leaderLeaseMs: number;
   /** Deadline of a manifest fetch from IPFS, milliseconds. */
   readonly ipfsTimeoutMs: number;
   /** How long verification reuses a chain read of one batch root, milliseconds (0: read every time). */
@@ -243,7 +247,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
 
   const chainIdRaw = r.str('DRIS_CHAIN_ID');
   const chain = withOptional(
-    { confirmations: r.int('DRIS_CONFIRMATIONS', 1, 0, 1000) } as ChainConfig,
+    { confirmations: r.int('DRIS_CONFIRMATIONS', 1, 0, 1000), anvilStateIntervalSec: r.int('DRIS_ANVIL_STATE_INTERVAL_S', 1, 1, 86_400) } as ChainConfig,
     {
       rpcUrl: evmRpcUrl,
       anchorerKey: r.str('DRIS_ANCHORER_KEY'),
@@ -293,6 +297,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
         maxDelayMs: r.int('DRIS_ANCHOR_RETRY_MAX_MS', 60_000, 1, 86_400_000),
       },
       ipfsTimeoutMs: r.int('DRIS_IPFS_TIMEOUT_MS', 10_000, 100, 600_000),
+      leaderLeaseMs: r.int('DRIS_LEADER_LEASE_MS', 10_000, 500, 600_000),
       verifyChainCacheMs: r.int('DRIS_VERIFY_CHAIN_CACHE_MS', 5_000, 0, 3_600_000),
     } satisfies Omit<Config, 'adminToken' | 'nats' | 'redis' | 'clickhouse' | 'evmRpcUrl' | 'ipfsApiUrl' | 'ipfsGatewayUrl'>,
     { adminToken: r.str('DRIS_ADMIN_TOKEN'), evmRpcUrl, ipfsApiUrl, ipfsGatewayUrl: r.str('DRIS_IPFS_GATEWAY_URL')?.replace(/\/+$/, '') },

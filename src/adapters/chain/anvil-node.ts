@@ -50,6 +50,11 @@ export interface AnvilNodeOptions {
   /** Time a SIGTERM gets to dump the state and exit before SIGKILL. */
   readonly stopGraceMs?: number;
   readonly logger?: Logger;
+  /**
+   * Called when a node that had started exits without stop() or kill() (crashed, or killed from
+   * outside): the embedded chain's supervisor restarts it.
+   */
+  readonly onUnexpectedExit?: (exit: { readonly code: number | null; readonly signal: NodeJS.Signals | null }) => void;
 }
 
 const PLATFORM_PACKAGES: Readonly<Record<string, string>> = {
@@ -190,9 +195,13 @@ export class AnvilNode {
       // Bounded: the tail is for the error of a failed start.
       this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-8192);
     });
+    let ready = false;
     child.once('exit', (code, signal) => {
       process.removeListener('exit', this.onProcessExit);
-      if (!this.stopping) this.log.error({ code, signal, pid: child.pid }, 'anvil exited unexpectedly');
+      // Only a node that was serving counts: a failed start is reported by start() itself.
+      if (this.stopping || !ready || this.child !== child) return;
+      this.log.error({ code, signal, pid: child.pid }, 'anvil exited unexpectedly');
+      this.options.onUnexpectedExit?.({ code, signal });
     });
     process.once('exit', this.onProcessExit);
 
@@ -203,6 +212,7 @@ export class AnvilNode {
       this.child = null;
       throw err;
     }
+    ready = true;
     if (stateDir !== undefined && child.pid !== undefined) await writeFile(path.join(stateDir, PID_FILE), String(child.pid));
     this.log.info({ rpcUrl: this.rpcUrl, chainId: this.chainId, pid: child.pid, persisted: stateDir !== undefined }, 'anvil started');
   }

@@ -79,6 +79,13 @@ export interface Chain {
   findAnchorEvent(merkleRoot: string): Promise<(AnchorReceipt & { readonly batchSeq: number; readonly manifestCid: string }) | null>;
   /** Whether a transaction is still in the canonical chain, with its confirmations; null when not. */
   receiptOf(txHash: string): Promise<{ readonly blockNumber: number; readonly confirmations: number } | null>;
+  /**
+   * Registers a listener for a node that came back after a crash (the embedded node's
+   * supervisor restarts it from its last state dump): anchors after that dump are gone, so the
+   * anchorer reconciles. Adapters that cannot tell leave it out; the anchorer also notices a
+   * contract whose sequence went backwards.
+   */
+  onReset?(listener: () => void): void;
   check(): Promise<void>;
   close(): Promise<void>;
 }
@@ -126,4 +133,30 @@ export interface PipelineStore {
   listSnapshots(query: SnapshotQuery): Promise<{ items: Snapshot[]; nextCursor: string | null }>;
   lifecycleOf(tenantId: string, snapshotId: string): Promise<LifecycleEntry[]>;
   traceRecord(tenantId: string, q: { collection: string; recordId: string; database?: string; recordVersion?: string }): Promise<RecordTrace[]>;
+}
+
+/** One term of leadership of the anchoring role (the accumulator and the anchorer). */
+export interface Leadership {
+  /**
+   * Fencing epoch: greater for every new term, whichever process wins it (as long as the election
+   * store keeps its data). For logs and audits; the fence itself is the contract's sequence check,
+   * which refuses a stale leader's anchor whatever its epoch.
+   */
+  readonly epoch: number;
+  /** Aborted when the term ends: the lease lapsed or was taken over, or the leader resigned. */
+  readonly lost: AbortSignal;
+}
+
+/**
+ * Elects the one process that accumulates and anchors among those running the anchorer role. A
+ * leader stops before its lease can expire: it treats the term as lost once it has not renewed in
+ * time, so two terms never overlap on the clock of the election store.
+ */
+export interface LeaderElector {
+  /** One attempt: the new term when this process becomes leader, null when another leads. */
+  tryAcquire(): Promise<Leadership | null>;
+  /** Ends the current term at once, so another process takes over without waiting for the lease. */
+  resign(): Promise<void>;
+  check(): Promise<void>;
+  close(): Promise<void>;
 }
