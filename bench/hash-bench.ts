@@ -81,6 +81,19 @@ function recordsPerSec(b: HashingBackend, bodies: Uint8Array[], touchValue: bool
   });
 }
 
+/**
+ * One core through the batch API: each bulk body of BATCH records is one prepareBody call, its
+ * envelopes one recordHashes call, as ingestion does for a bulk request.
+ */
+function batchedRecordsPerSec(b: HashingBackend, bulkBodies: Uint8Array[]): number {
+  let k = 0;
+  return rate(BATCH, () => {
+    const p = b.prepareBody(bulkBodies[k++ % bulkBodies.length]!, 'bulk');
+    const envelopes = p.payloads.map((x, i) => envelopeFor(i, x!.payloadHash));
+    if (b.recordHashes(envelopes).length !== BATCH) throw new Error('bad batch');
+  });
+}
+
 /** Through the pool: bulk bodies of BATCH records, one task per body and one per envelope batch. */
 async function pooledRecordsPerSec(service: HashingService, bulkBodies: Uint8Array[], seconds: number): Promise<number> {
   const pool = service.pool;
@@ -160,17 +173,18 @@ async function main(): Promise<void> {
   const recordsTable: string[][] = [];
   const perBackend: Record<string, Record<string, number>> = {};
 
+  const bulk = Object.fromEntries(sizes.map((s) => [s, Array.from({ length: 8 }, (_, i) => bulkOf(corpus[s], i * BATCH))])) as Record<(typeof sizes)[number], Uint8Array[]>;
   for (const b of backends) {
     const row: Record<string, number> = {};
     for (const s of sizes) {
-      row[`oneCore${s}`] = recordsPerSec(b, corpus[s], false);
+      row[`oneCore${s}`] = batchedRecordsPerSec(b, bulk[s]);
+      row[`oneCoreSingle${s}`] = recordsPerSec(b, corpus[s], false);
       if (b.name === 'native') row[`oneCoreWithValue${s}`] = recordsPerSec(b, corpus[s], true);
     }
     perBackend[b.name] = row;
   }
 
   // Through the pool: all cores, bulk bodies of BATCH records, several in flight.
-  const bulk = Object.fromEntries(sizes.map((s) => [s, Array.from({ length: 8 }, (_, i) => bulkOf(corpus[s], i * BATCH))])) as Record<(typeof sizes)[number], Uint8Array[]>;
   for (const b of backends) {
     const service = await HashingService.create({ backend: b.name, threads: cores, inlineThresholdBytes: 0, maxQueue: 1024 });
     try {
@@ -182,11 +196,23 @@ async function main(): Promise<void> {
 
   for (const b of backends) {
     const r = perBackend[b.name]!;
-    recordsTable.push([b.name, ...sizes.map((s) => fmt(r[`oneCore${s}`]!)), ...sizes.map((s) => fmt(r[`pool${s}`]!))]);
+    recordsTable.push([
+      b.name,
+      ...sizes.map((s) => fmt(r[`oneCore${s}`]!)),
+      ...sizes.map((s) => fmt(r[`oneCoreSingle${s}`]!)),
+      ...sizes.map((s) => fmt(r[`pool${s}`]!)),
+    ]);
   }
-  console.log(`\nrecords/s: canonicalise + payloadHash + recordHash (one core: one body per record; pool of ${cores} threads: bulk bodies of ${BATCH})`);
-  console.log(['backend', '256B 1core', '1KiB 1core', '16KiB 1core', '256B pool', '1KiB pool', '16KiB pool'].map((h) => h.padStart(12)).join(''));
-  for (const row of recordsTable) console.log(row.map((c) => c.padStart(12)).join(''));
+  console.log(
+    `\nrecords/s: canonicalise + payloadHash + recordHash (1core: one thread, bulk bodies of ${BATCH} records, one call each; ` +
+      `single: one thread, one body per record; pool: ${cores} threads, bulk bodies of ${BATCH})`,
+  );
+  console.log(
+    ['backend', '256B 1core', '1KiB 1core', '16KiB 1core', '256B single', '1KiB single', '16KiB single', '256B pool', '1KiB pool', '16KiB pool']
+      .map((h) => h.padStart(13))
+      .join(''),
+  );
+  for (const row of recordsTable) console.log(row.map((c) => c.padStart(13)).join(''));
   const native = perBackend['native'];
   if (native !== undefined) {
     console.log(`native with the parsed value materialised (JSON.parse on access): ${sizes.map((s) => `${s}B ${fmt(native[`oneCoreWithValue${s}`]!)}/s`).join(', ')}`);

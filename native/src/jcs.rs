@@ -76,6 +76,9 @@ fn write_value(v: &Value<'_>, out: &mut Vec<u8>, num: &mut ryu_js::Buffer) -> Re
 pub fn cmp_utf16(a: &[u8], b: &[u8]) -> Ordering {
     let n = a.len().min(b.len());
     let mut i = 0;
+    while i + 8 <= n && a[i..i + 8] == b[i..i + 8] {
+        i += 8;
+    }
     while i < n && a[i] == b[i] {
         i += 1;
     }

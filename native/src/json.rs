@@ -99,7 +99,7 @@ const HI: u64 = 0x8080_8080_8080_8080;
 
 /// Whether any of the 8 bytes is '"', '\\', below 0x20 or, with `high`, at or above 0x80.
 #[inline(always)]
-fn special8(w: u64, high: bool) -> bool {
+pub(crate) fn special8(w: u64, high: bool) -> bool {
     let q = w ^ (LO * b'"' as u64);
     let bs = w ^ (LO * b'\\' as u64);
     let zero_q = q.wrapping_sub(LO) & !q & HI;
@@ -109,7 +109,7 @@ fn special8(w: u64, high: bool) -> bool {
 }
 
 #[inline(always)]
-fn load8(b: &[u8], i: usize) -> u64 {
+pub(crate) fn load8(b: &[u8], i: usize) -> u64 {
     u64::from_le_bytes(b[i..i + 8].try_into().unwrap())
 }
 
@@ -433,7 +433,7 @@ impl<'a> Parser<'a> {
 }
 
 /// Index after a number that follows the JSON grammar, or None.
-fn scan_number(b: &[u8], start: usize) -> Option<usize> {
+pub(crate) fn scan_number(b: &[u8], start: usize) -> Option<usize> {
     let n = b.len();
     let mut i = start;
     if i < n && b[i] == b'-' {

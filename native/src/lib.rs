@@ -9,6 +9,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use sha2::{Digest, Sha256};
 
+mod fast;
 mod jcs;
 mod json;
 mod merkle;
@@ -32,12 +33,12 @@ fn ascii_string(v: Vec<u8>) -> String {
 }
 
 pub struct Prepared {
-    syntax_error: bool,
-    error_count: u32,
-    errors_json: Vec<u8>,
-    canonical: Vec<u8>,
-    lengths: Vec<i32>,
-    hashes: Vec<u8>,
+    pub(crate) syntax_error: bool,
+    pub(crate) error_count: u32,
+    pub(crate) errors_json: Vec<u8>,
+    pub(crate) canonical: Vec<u8>,
+    pub(crate) lengths: Vec<i32>,
+    pub(crate) hashes: Vec<u8>,
 }
 
 impl Prepared {
@@ -117,6 +118,11 @@ fn affected(paths: &[String], prefix: &str) -> std::collections::HashSet<usize> 
 }
 
 fn prepare(body: &[u8], bulk: bool) -> Prepared {
+    fast::prepare(body, bulk).unwrap_or_else(|| prepare_full(body, bulk))
+}
+
+/// The full parser's answer: what every body with a violation, or an unusual shape, gets.
+fn prepare_full(body: &[u8], bulk: bool) -> Prepared {
     let parsed = json::parse(body);
     let mut out = Prepared {
         syntax_error: parsed.syntax_error,
@@ -218,6 +224,106 @@ fn hashes_of_lines(text: &[u8]) -> Vec<u8> {
         push_hex(&mut out, &Sha256::digest(line));
     }
     out
+}
+
+/// Member names of the dris-v1 envelope in RFC 8785 order, each with what precedes its value.
+const ENVELOPE_KEYS: [&[u8]; 10] = [
+    b"{\"collection\":",
+    b",\"database\":",
+    b",\"hashScheme\":",
+    b",\"operationType\":",
+    b",\"payloadHash\":",
+    b",\"recordId\":",
+    b",\"recordVersion\":",
+    b",\"salt\":",
+    b",\"sourceTimestamp\":",
+    b",\"tenantId\":",
+];
+/// The only envelope member that may be null.
+const NULLABLE_FIELD: usize = 8;
+
+/// End of the JSON string literal starting at `i` (its opening quote), when it holds no unpaired
+/// surrogate escape (JSON.stringify writes those as \udxxx; everything else it escapes exactly
+/// as RFC 8785 does).
+fn string_literal_end(t: &[u8], i: usize) -> Option<usize> {
+    if t.get(i) != Some(&b'"') {
+        return None;
+    }
+    let mut k = i + 1;
+    loop {
+        match *t.get(k)? {
+            b'"' => return Some(k + 1),
+            b'\\' => {
+                if t.get(k + 1) == Some(&b'u') {
+                    let h = t.get(k + 2..k + 6)?;
+                    if h[0] == b'd' && matches!(h[1], b'8'..=b'9' | b'a'..=b'f') {
+                        return None;
+                    }
+                    k += 6;
+                } else {
+                    k += 2;
+                }
+            }
+            _ => k += 1,
+        }
+    }
+}
+
+/// recordHash of each envelope of `rows`, the JSON.stringify text of an array of 10-element
+/// arrays holding the envelope's values in ENVELOPE_KEYS order. Hashes are 64 hex digits per
+/// envelope, back to back; None for anything else (the caller then takes the checked path).
+fn envelope_hashes(t: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(t.len() / 4);
+    let mut canonical = Vec::with_capacity(512);
+    if t.first() != Some(&b'[') {
+        return None;
+    }
+    let mut i = 1;
+    if t.get(i) == Some(&b']') {
+        return (i + 1 == t.len()).then_some(out);
+    }
+    loop {
+        if t.get(i) != Some(&b'[') {
+            return None;
+        }
+        i += 1;
+        canonical.clear();
+        for (f, key) in ENVELOPE_KEYS.iter().enumerate() {
+            if f > 0 {
+                if t.get(i) != Some(&b',') {
+                    return None;
+                }
+                i += 1;
+            }
+            canonical.extend_from_slice(key);
+            if f == NULLABLE_FIELD && t[i..].starts_with(b"null") {
+                canonical.extend_from_slice(b"null");
+                i += 4;
+                continue;
+            }
+            let end = string_literal_end(t, i)?;
+            canonical.extend_from_slice(&t[i..end]);
+            i = end;
+        }
+        canonical.push(b'}');
+        push_hex(&mut out, &Sha256::digest(&canonical));
+        if t.get(i) != Some(&b']') {
+            return None;
+        }
+        i += 1;
+        match t.get(i) {
+            Some(b',') => i += 1,
+            Some(b']') if i + 1 == t.len() => return Some(out),
+            _ => return None,
+        }
+    }
+}
+
+/// recordHash of envelopes given as the JSON.stringify text of their value rows (see
+/// envelope_hashes), as 64 hex digits each; null when the text is not of that form.
+#[napi]
+pub fn envelope_hashes_json(rows: String) -> Option<String> {
+    envelope_hashes(rows.as_bytes()).map(ascii_string)
 }
 
 /// SHA-256 of each '\n'-separated line (canonical JSON never holds a raw newline), as 64 hex
@@ -418,6 +524,70 @@ mod tests {
         );
     }
 
+    /// The one-pass canonicaliser agrees with the full parser wherever it answers, and leaves
+    /// every body with a violation to it.
+    #[test]
+    fn fast_matches_full() {
+        let singles: &[&str] = &[
+            r#"{"recordPayload":{"b":1,"a":[1,2,{"z":null,"y":true}],"c":"x\ny\u00e9\ud83d\ude00\/"}}"#,
+            r#"{"recordPayload":{"numbers":[333333333.33333329,1E30,4.50,2e-3,0.000000000000000000000000001,-0,0,-0.0,1e21,1e-7,123456789012345,1234567890123456,9007199254740991,-9007199254740991,5e-324]}}"#,
+            "{\"recordPayload\":{\"\u{e9}\":1,\"e\":2,\"\u{1F600}\":3,\"\u{FB33}\":4,\"10\":5,\"9\":6,\"\":7,\"a\u{7f}\":8}}",
+            r#"{"recordPayload":[1,2]}"#,
+            r#"{"recordPayload":"x"}"#,
+            r#"{"other":1}"#,
+            r#"[1,2,3]"#,
+            r#" { "recordPayload" : { "a" : [ ] , "b" : { } } } "#,
+            r#"{"recordPayload":{"s":"tab\there","q":"\"","bs":"\\","ctl":"\u0001\u001f\u007f\u2028"}}"#,
+        ];
+        let invalid: &[&str] = &[
+            r#"{"recordPayload":{"a":1,"a":2}}"#,
+            r#"{"recordPayload":{"b":1,"a":2,"b":3}}"#,
+            r#"{"x":1,"x":2,"recordPayload":{}}"#,
+            r#"{"recordPayload":{"n":9007199254740992}}"#,
+            r#"{"recordPayload":{"n":1e400}}"#,
+            r#"{"recordPayload":{"s":"\ud800"}}"#,
+            r#"{"recordPayload":{"s":"\udc00x"}}"#,
+            r#"{"recordPayload":{"\ud800":1}}"#,
+            r#"{"recordPayload":{"a":1,}}"#,
+            r#"{"recordPayload":{"a":01}}"#,
+            r#"{"recordPayload":{"a":tru}}"#,
+            r#"{"recordPayload":{"a":1}} x"#,
+            r#"{"recordPayload":{"a":"unterminated}}"#,
+        ];
+        for body in singles {
+            let full = prepare_full(body.as_bytes(), false);
+            assert_eq!(full.error_count, 0, "{body}");
+            let fast = fast::prepare(body.as_bytes(), false).unwrap_or_else(|| panic!("fast gave up on {body}"));
+            assert_eq!(fast.encode(), full.encode(), "{body}");
+        }
+        for body in invalid {
+            assert!(fast::prepare(body.as_bytes(), false).is_none(), "{body}");
+            let full = prepare_full(body.as_bytes(), false);
+            assert!(full.error_count > 0 || full.syntax_error, "{body}");
+        }
+        // Invalid UTF-8 and an encoded surrogate, raw in a string.
+        for raw in [&b"{\"recordPayload\":{\"s\":\"\xff\"}}"[..], &b"{\"recordPayload\":{\"s\":\"\xed\xa0\x80\"}}"[..]] {
+            assert!(fast::prepare(raw, false).is_none());
+        }
+        let deep_ok = format!(r#"{{"recordPayload":{}1{}}}"#, "[".repeat(63), "]".repeat(63));
+        assert_eq!(fast::prepare(deep_ok.as_bytes(), false).map(|p| p.encode()), Some(prepare_full(deep_ok.as_bytes(), false).encode()));
+        let deep_bad = format!(r#"{{"recordPayload":{}1{}}}"#, "[".repeat(64), "]".repeat(64));
+        assert!(fast::prepare(deep_bad.as_bytes(), false).is_none());
+        assert!(prepare_full(deep_bad.as_bytes(), false).error_count > 0);
+        let bulks: &[&str] = &[
+            r#"{"records":[{"recordPayload":{"b":1,"a":2}},{"recordPayload":3},5,{"x":{"recordPayload":{}}},{"recordPayload":{}}]}"#,
+            r#"{"items":[{"recordPayload":{"z":1}}],"records":7}"#,
+            r#"{"items":[{"recordPayload":{"z":1}}],"records":[]}"#,
+            r#"{"nothing":[{"recordPayload":{"z":1}}]}"#,
+            r#"[{"recordPayload":{"z":1}}]"#,
+        ];
+        for body in bulks {
+            let full = prepare_full(body.as_bytes(), true);
+            let fast = fast::prepare(body.as_bytes(), true).unwrap_or_else(|| panic!("fast gave up on {body}"));
+            assert_eq!(fast.encode(), full.encode(), "{body}");
+        }
+    }
+
     #[test]
     fn utf16_order() {
         assert_eq!(jcs::cmp_utf16("\u{1F600}".as_bytes(), "\u{FB33}".as_bytes()), std::cmp::Ordering::Less);
@@ -430,6 +600,25 @@ mod timing {
     #[test]
     #[ignore]
     fn prepare_speed() {
+        if let Ok(file) = std::env::var("DRIS_TIMING_BULK") {
+            let body = std::fs::read(file).unwrap();
+            let n = 500;
+            let best = (0..10)
+                .map(|_| {
+                    let t = std::time::Instant::now();
+                    for _ in 0..n { std::hint::black_box(super::prepare(std::hint::black_box(&body), true)); }
+                    t.elapsed() / n
+                })
+                .min()
+                .unwrap();
+            eprintln!("bulk prepare {:?}/op, best of 10 ({} bytes)", best, body.len());
+            if std::env::var("DRIS_TIMING_FULL").is_ok() {
+                let t = std::time::Instant::now();
+                for _ in 0..n { std::hint::black_box(super::prepare_full(std::hint::black_box(&body), true)); }
+                eprintln!("bulk prepare_full {:?}/op ({} bytes)", t.elapsed() / n, body.len());
+            }
+            return;
+        }
         let note = "lorem ipsum dolor sit amet ".repeat(28);
         let body = format!(r#"{{"tenantId":"acme","recordId":"c-1","recordPayload":{{"customerId":1,"name":"Customer Ä","email":"c@example.com","active":true,"balance":1234.5,"tags":["gold","emea"],"address":{{"street":"Main","city":"Zürich","geo":[47.3,8.5]}},"note":"{note}"}}}}"#);
         let b = body.as_bytes();
@@ -437,6 +626,9 @@ mod timing {
         let t = std::time::Instant::now();
         for _ in 0..n { std::hint::black_box(super::json::parse(std::hint::black_box(b))); }
         eprintln!("parse {:?}/op", t.elapsed() / n);
+        let t = std::time::Instant::now();
+        for _ in 0..n { std::hint::black_box(super::prepare_full(std::hint::black_box(b), false)); }
+        eprintln!("prepare_full {:?}/op ({} bytes)", t.elapsed() / n, b.len());
         let t = std::time::Instant::now();
         for _ in 0..n { std::hint::black_box(super::prepare(std::hint::black_box(b), false)); }
         eprintln!("prepare {:?}/op ({} bytes)", t.elapsed() / n, b.len());
@@ -446,3 +638,37 @@ mod timing {
     }
 }
 
+
+#[cfg(test)]
+mod envelope_tests {
+    use super::*;
+
+    fn hex_of(s: &str) -> String {
+        let mut out = Vec::new();
+        push_hex(&mut out, &Sha256::digest(s.as_bytes()));
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn envelope_rows() {
+        // As JSON.stringify writes them: U+2028 and astral characters raw, quotes escaped.
+        let rows = "[[\"c\",\"d\",\"dris-v1\",\"upsert\",\"ph\",\"r\\\"1\u{2028}\u{1F600}\",\"1\",\"s\",null,\"t\"],[\"c\",\"d\",\"dris-v1\",\"delete\",\"ph\",\"r\",\"2\",\"s\",\"2024-01-01T00:00:00Z\",\"t\"]]";
+        let got = String::from_utf8(envelope_hashes(rows.as_bytes()).unwrap()).unwrap();
+        let a = "{\"collection\":\"c\",\"database\":\"d\",\"hashScheme\":\"dris-v1\",\"operationType\":\"upsert\",\"payloadHash\":\"ph\",\"recordId\":\"r\\\"1\u{2028}\u{1F600}\",\"recordVersion\":\"1\",\"salt\":\"s\",\"sourceTimestamp\":null,\"tenantId\":\"t\"}";
+        let b = r#"{"collection":"c","database":"d","hashScheme":"dris-v1","operationType":"delete","payloadHash":"ph","recordId":"r","recordVersion":"2","salt":"s","sourceTimestamp":"2024-01-01T00:00:00Z","tenantId":"t"}"#;
+        assert_eq!(got, hex_of(a) + &hex_of(b));
+        assert_eq!(envelope_hashes(b"[]").unwrap(), Vec::<u8>::new());
+        for bad in [
+            r#"[["c","d","dris-v1","upsert","ph","\ud800","1","s",null,"t"]]"#,
+            r#"[["c","d","dris-v1","upsert","ph","\udc00","1","s",null,"t"]]"#,
+            r#"[[null,"d","dris-v1","upsert","ph","r","1","s",null,"t"]]"#,
+            r#"[["c","d","dris-v1","upsert","ph","r","1","s",false,"t"]]"#,
+            r#"[["c","d","dris-v1","upsert","ph","r","1","s",null]]"#,
+            r#"[["c","d","dris-v1","upsert","ph","r","1","s",null,"t","x"]]"#,
+            r#"[["c","d","dris-v1","upsert","ph","r","1","s",null,1]]"#,
+            r#"[["c","d","dris-v1","upsert","ph","r","1","s",null,"t"]"#,
+        ] {
+            assert!(envelope_hashes(bad.as_bytes()).is_none(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,577 @@
+//! One-pass canonicaliser for the common case: a body without any I-JSON violation.
+//!
+//! The full parser (json.rs) builds a tree and tracks the path of every value so that it can
+//! report violations the way the TypeScript side does; for a well-formed body that bookkeeping
+//! costs more than the canonicalisation itself. This pass writes RFC 8785 text as it reads and
+//! gives up (None) at the first thing it does not handle: a syntax error, any violation, a member
+//! name with an escape. The caller then runs the full parser, so every answer with an error, and
+//! every rare shape, still comes from one implementation. A success here is byte-identical to the
+//! full path: the Rust tests and the cross-backend property test hold it to that.
+
+use sha2::{Digest, Sha256};
+
+use crate::jcs::cmp_utf16;
+use crate::json::{load8, scan_number, special8, write_json_string, MAX_DEPTH};
+use crate::Prepared;
+
+const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
+
+struct Bail;
+
+type R<T> = Result<T, Bail>;
+
+/// Where a value sits, as far as the answer cares.
+#[derive(Clone, Copy, PartialEq)]
+enum Role {
+    Other,
+    /// The body itself.
+    Root,
+    /// The root's `records` (0) or `items` (1) member, in a bulk body.
+    List(u8),
+    /// An element of the root's `records` (0) or `items` (1) array.
+    Element(u8),
+    /// The recordPayload of the single body (2) or of the current element of records/items (0/1).
+    Payload(u8),
+}
+
+struct Member {
+    key_start: usize,
+    key_end: usize,
+    start: usize,
+    end: usize,
+    /// The name's first 8 bytes, big-endian, zero-padded (a raw name holds no NUL byte).
+    prefix: u64,
+    /// Whether those bytes include one at or above 0xEE, where byte order and UTF-16 order differ.
+    exotic: bool,
+}
+
+impl Member {
+    fn new(out: &[u8], key_start: usize, key_end: usize, start: usize, end: usize) -> Member {
+        let k = &out[key_start..key_end];
+        let prefix = match k.get(..8) {
+            Some(head) => u64::from_be_bytes(head.try_into().unwrap_or_default()),
+            None => k.iter().enumerate().fold(0u64, |v, (i, &c)| v | (c as u64) << (56 - 8 * i)),
+        };
+        let exotic = prefix & 0x8080_8080_8080_8080 != 0 && prefix.to_be_bytes().iter().any(|&c| c >= 0xEE);
+        Member { key_start, key_end, start, end, prefix, exotic }
+    }
+}
+
+/// RFC 8785 order of two member names: the prefixes decide unless they tie or may mislead.
+#[inline(always)]
+fn cmp_members(out: &[u8], a: &Member, b: &Member) -> std::cmp::Ordering {
+    if a.prefix != b.prefix && !a.exotic && !b.exotic {
+        return a.prefix.cmp(&b.prefix);
+    }
+    cmp_utf16(&out[a.key_start..a.key_end], &out[b.key_start..b.key_end])
+}
+
+/// Payloads captured for one list (single body, `records` or `items`).
+#[derive(Default)]
+struct Capture {
+    /// Whether the list exists: the member was present with an array (bulk) value.
+    present: bool,
+    lengths: Vec<i32>,
+    text: Vec<u8>,
+}
+
+struct Fast<'a> {
+    b: &'a [u8],
+    pos: usize,
+    bulk: bool,
+    num: ryu_js::Buffer,
+    members: Vec<Member>,
+    sorted: Vec<u8>,
+    order: Vec<usize>,
+    captures: [Capture; 3],
+}
+
+#[inline]
+fn is_ws(c: u8) -> bool {
+    c == b' ' || c == b'\n' || c == b'\r' || c == b'\t'
+}
+
+/// RFC 8785 form of `body`'s payloads, or None when the full parser must decide.
+pub fn prepare(body: &[u8], bulk: bool) -> Option<Prepared> {
+    let mut f = Fast {
+        b: body,
+        pos: 0,
+        bulk,
+        num: ryu_js::Buffer::new(),
+        members: Vec::with_capacity(64),
+        sorted: Vec::new(),
+        order: Vec::new(),
+        captures: Default::default(),
+    };
+    let mut out = Vec::with_capacity(body.len());
+    f.ws();
+    f.value(&mut out, 0, Role::Root).ok()?;
+    f.ws();
+    if f.pos != body.len() {
+        return None;
+    }
+    let [records, items, single] = f.captures;
+    let chosen = if !bulk {
+        if single.present {
+            single
+        } else {
+            Capture { present: true, lengths: vec![-1], text: Vec::new() }
+        }
+    } else if records.present {
+        records
+    } else if items.present {
+        items
+    } else {
+        Capture::default()
+    };
+    let mut hashes = Vec::with_capacity(32 * chosen.lengths.len());
+    let mut at = 0usize;
+    for &l in &chosen.lengths {
+        if l >= 0 {
+            let end = at + l as usize;
+            hashes.extend_from_slice(&Sha256::digest(&chosen.text[at..end]));
+            at = end;
+        }
+    }
+    Some(Prepared { syntax_error: false, error_count: 0, errors_json: Vec::new(), canonical: chosen.text, lengths: chosen.lengths, hashes })
+}
+
+impl<'a> Fast<'a> {
+    #[inline]
+    fn ws(&mut self) {
+        while self.pos < self.b.len() && is_ws(self.b[self.pos]) {
+            self.pos += 1;
+        }
+    }
+
+    #[inline]
+    fn peek(&self) -> R<u8> {
+        self.b.get(self.pos).copied().ok_or(Bail)
+    }
+
+    fn value(&mut self, out: &mut Vec<u8>, depth: usize, role: Role) -> R<()> {
+        match self.peek()? {
+            b'{' => {
+                if depth >= MAX_DEPTH {
+                    return Err(Bail);
+                }
+                let Role::Payload(k) = role else {
+                    return self.object(out, depth + 1, role);
+                };
+                // A payload is written straight into its capture: the text around it is only
+                // checked, never kept, so it need not hold the payload too.
+                let mut text = std::mem::take(&mut self.captures[k as usize].text);
+                let from = text.len();
+                let done = self.object(&mut text, depth + 1, role);
+                let c = &mut self.captures[k as usize];
+                if let Some(last) = c.lengths.last_mut() {
+                    *last = (text.len() - from) as i32;
+                }
+                c.text = text;
+                return done;
+            }
+            b'[' => {
+                if depth >= MAX_DEPTH {
+                    return Err(Bail);
+                }
+                self.array(out, depth + 1, role)?;
+            }
+            b'"' => self.string_value(out)?,
+            b't' => self.literal(out, b"true")?,
+            b'f' => self.literal(out, b"false")?,
+            b'n' => self.literal(out, b"null")?,
+            _ => self.number(out)?,
+        }
+        Ok(())
+    }
+
+    fn literal(&mut self, out: &mut Vec<u8>, word: &[u8]) -> R<()> {
+        if self.b[self.pos..].starts_with(word) {
+            self.pos += word.len();
+            out.extend_from_slice(word);
+            Ok(())
+        } else {
+            Err(Bail)
+        }
+    }
+
+    fn number(&mut self, out: &mut Vec<u8>) -> R<()> {
+        let start = self.pos;
+        let end = scan_number(self.b, start).ok_or(Bail)?;
+        self.pos = end;
+        let text = &self.b[start..end];
+        let integer = !text.iter().any(|&c| c == b'.' || c == b'e' || c == b'E');
+        let digits = if text[0] == b'-' { &text[1..] } else { text };
+        if integer && digits.len() <= 15 {
+            // Below 10^15, so exact and safe: its shortest spelling is the literal itself.
+            if digits == b"0" {
+                out.push(b'0');
+            } else {
+                out.extend_from_slice(text);
+            }
+            return Ok(());
+        }
+        // The grammar was checked, so this is ASCII and a valid float literal.
+        let v: f64 = std::str::from_utf8(text).map_err(|_| Bail)?.parse().map_err(|_| Bail)?;
+        if integer {
+            if v.abs() > MAX_SAFE {
+                return Err(Bail);
+            }
+        } else if !v.is_finite() {
+            return Err(Bail);
+        }
+        if v == 0.0 {
+            out.push(b'0');
+        } else {
+            out.extend_from_slice(self.num.format_finite(v).as_bytes());
+        }
+        Ok(())
+    }
+
+    /// A string without escapes, after its opening quote: its bytes (checked UTF-8, no encoded
+    /// surrogate), or None when it holds an escape (the position is then unchanged).
+    fn plain_string(&mut self) -> R<Option<(usize, usize)>> {
+        let b = self.b;
+        let start = self.pos + 1;
+        let mut i = start;
+        let mut ascii = true;
+        loop {
+            let (at, high) = find_special(b, i);
+            ascii &= !high;
+            i = at;
+            let c = *b.get(i).ok_or(Bail)?;
+            if c == b'"' {
+                break;
+            }
+            if c == b'\\' {
+                return Ok(None);
+            }
+            if c < 0x20 {
+                return Err(Bail);
+            }
+            i += 1;
+        }
+        // std's validation rejects encoded surrogates, which the full parser reports.
+        if !ascii && std::str::from_utf8(&b[start..i]).is_err() {
+            return Err(Bail);
+        }
+        self.pos = i + 1;
+        Ok(Some((start, i)))
+    }
+
+    fn string_value(&mut self, out: &mut Vec<u8>) -> R<()> {
+        if let Some((s, e)) = self.plain_string()? {
+            // Nothing in it needs escaping: the JSON text is already canonical.
+            out.push(b'"');
+            out.extend_from_slice(&self.b[s..e]);
+            out.push(b'"');
+            return Ok(());
+        }
+        let decoded = self.escaped_string()?;
+        write_json_string(out, &decoded);
+        Ok(())
+    }
+
+    /// Decodes a string with escapes, after its opening quote, into UTF-8. Any unpaired surrogate
+    /// gives up: the full parser reports it.
+    fn escaped_string(&mut self) -> R<Vec<u8>> {
+        let b = self.b;
+        let n = b.len();
+        let start = self.pos + 1;
+        let mut i = start;
+        let mut run = start;
+        let mut buf = Vec::with_capacity(64);
+        loop {
+            while i + 8 <= n && !special8(load8(b, i), false) {
+                i += 8;
+            }
+            let c = *b.get(i).ok_or(Bail)?;
+            if c == b'"' {
+                buf.extend_from_slice(&b[run..i]);
+                break;
+            }
+            if c < 0x20 {
+                return Err(Bail);
+            }
+            if c != b'\\' {
+                i += 1;
+                continue;
+            }
+            buf.extend_from_slice(&b[run..i]);
+            let e = *b.get(i + 1).ok_or(Bail)?;
+            if e == b'u' {
+                let u = hex4(b, i + 2)?;
+                i += 6;
+                let cp = if (0xD800..=0xDBFF).contains(&u) {
+                    if !(b.get(i) == Some(&b'\\') && b.get(i + 1) == Some(&b'u')) {
+                        return Err(Bail);
+                    }
+                    let l = hex4(b, i + 2)?;
+                    if !(0xDC00..=0xDFFF).contains(&l) {
+                        return Err(Bail);
+                    }
+                    i += 6;
+                    0x10000 + ((u - 0xD800) << 10) + (l - 0xDC00)
+                } else if (0xDC00..=0xDFFF).contains(&u) {
+                    return Err(Bail);
+                } else {
+                    u
+                };
+                let ch = char::from_u32(cp).ok_or(Bail)?;
+                let mut tmp = [0u8; 4];
+                buf.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
+            } else {
+                buf.push(match e {
+                    b'"' => b'"',
+                    b'\\' => b'\\',
+                    b'/' => b'/',
+                    b'b' => 0x08,
+                    b'f' => 0x0c,
+                    b'n' => b'\n',
+                    b'r' => b'\r',
+                    b't' => b'\t',
+                    _ => return Err(Bail),
+                });
+                i += 2;
+            }
+            run = i;
+        }
+        if std::str::from_utf8(&buf).is_err() {
+            return Err(Bail);
+        }
+        self.pos = i + 1;
+        Ok(buf)
+    }
+
+    fn array(&mut self, out: &mut Vec<u8>, depth: usize, role: Role) -> R<()> {
+        self.pos += 1;
+        out.push(b'[');
+        let list = match role {
+            Role::List(k) => {
+                self.captures[k as usize].present = true;
+                Some(k)
+            }
+            _ => None,
+        };
+        self.ws();
+        if self.peek()? == b']' {
+            self.pos += 1;
+            out.push(b']');
+            return Ok(());
+        }
+        let mut first = true;
+        loop {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            let child = match list {
+                Some(k) => {
+                    self.captures[k as usize].lengths.push(-1);
+                    Role::Element(k)
+                }
+                None => Role::Other,
+            };
+            self.value(out, depth, child)?;
+            self.ws();
+            match self.peek()? {
+                b',' => {
+                    self.pos += 1;
+                    self.ws();
+                }
+                b']' => {
+                    self.pos += 1;
+                    out.push(b']');
+                    return Ok(());
+                }
+                _ => return Err(Bail),
+            }
+        }
+    }
+
+    fn object(&mut self, out: &mut Vec<u8>, depth: usize, role: Role) -> R<()> {
+        self.pos += 1;
+        let open = out.len();
+        out.push(b'{');
+        self.ws();
+        if self.peek()? == b'}' {
+            self.pos += 1;
+            out.push(b'}');
+            return Ok(());
+        }
+        let base = self.members.len();
+        loop {
+            if self.members.len() > base {
+                out.push(b',');
+            }
+            if self.peek()? != b'"' {
+                return Err(Bail);
+            }
+            let key_start = out.len() + 1;
+            let (ks, ke) = self.plain_string()?.ok_or(Bail)?;
+            let member_start = out.len();
+            out.push(b'"');
+            out.extend_from_slice(&self.b[ks..ke]);
+            out.push(b'"');
+            let key_end = out.len() - 1;
+            self.ws();
+            if self.peek()? != b':' {
+                return Err(Bail);
+            }
+            self.pos += 1;
+            self.ws();
+            out.push(b':');
+            let child = self.member_role(role, ks, ke);
+            self.value(out, depth, child)?;
+            self.members.push(Member::new(out, key_start, key_end, member_start, out.len()));
+            self.ws();
+            match self.peek()? {
+                b',' => {
+                    self.pos += 1;
+                    self.ws();
+                }
+                b'}' => {
+                    self.pos += 1;
+                    break;
+                }
+                _ => return Err(Bail),
+            }
+        }
+        let result = self.finish_object(out, open, base);
+        self.members.truncate(base);
+        result
+    }
+}
+
+impl<'a> Fast<'a> {
+    /// The role of the member named b[ks..ke] of an object in role `parent`.
+    fn member_role(&mut self, parent: Role, ks: usize, ke: usize) -> Role {
+        let key = &self.b[ks..ke];
+        match parent {
+            Role::Root if !self.bulk && key == b"recordPayload" => {
+                let c = &mut self.captures[2];
+                c.present = true;
+                c.lengths.push(-1);
+                Role::Payload(2)
+            }
+            Role::Root if self.bulk && key == b"records" => Role::List(0),
+            Role::Root if self.bulk && key == b"items" => Role::List(1),
+            Role::Element(k) if key == b"recordPayload" => Role::Payload(k),
+            _ => Role::Other,
+        }
+    }
+
+    /// Puts the members of the object opened at `open` in RFC 8785 order; a repeated name gives up.
+    fn finish_object(&mut self, out: &mut Vec<u8>, open: usize, base: usize) -> R<()> {
+        let members = &self.members[base..];
+        let mut in_order = true;
+        for w in members.windows(2) {
+            match cmp_members(out, &w[0], &w[1]) {
+                std::cmp::Ordering::Less => {}
+                std::cmp::Ordering::Equal => return Err(Bail),
+                std::cmp::Ordering::Greater => {
+                    in_order = false;
+                    break;
+                }
+            }
+        }
+        if in_order {
+            out.push(b'}');
+            return Ok(());
+        }
+        self.order.clear();
+        self.order.extend(0..members.len());
+        self.order.sort_unstable_by(|&a, &b| cmp_members(out, &members[a], &members[b]));
+        for w in self.order.windows(2) {
+            if cmp_members(out, &members[w[0]], &members[w[1]]) == std::cmp::Ordering::Equal {
+                return Err(Bail);
+            }
+        }
+        self.sorted.clear();
+        self.sorted.push(b'{');
+        for (i, &m) in self.order.iter().enumerate() {
+            if i > 0 {
+                self.sorted.push(b',');
+            }
+            let m = &members[m];
+            self.sorted.extend_from_slice(&out[m.start..m.end]);
+        }
+        self.sorted.push(b'}');
+        out.truncate(open);
+        out.extend_from_slice(&self.sorted);
+        Ok(())
+    }
+}
+
+/// Index of the first '"', '\\' or control byte at or after `i` (b.len() if none), and whether a
+/// byte at or above 0x80 may precede it.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn find_special(b: &[u8], mut i: usize) -> (usize, bool) {
+    use std::arch::x86_64::*;
+    let n = b.len();
+    let mut high = 0i32;
+    // Safety: SSE2 is part of x86_64, and every load reads 16 bytes inside `b`.
+    unsafe {
+        let quote = _mm_set1_epi8(b'"' as i8);
+        let backslash = _mm_set1_epi8(b'\\' as i8);
+        let below_space = _mm_set1_epi8(0x1F);
+        while i + 16 <= n {
+            let x = _mm_loadu_si128(b.as_ptr().add(i) as *const __m128i);
+            // Unsigned x <= 0x1F exactly when min(x, 0x1F) == x.
+            let ctl = _mm_cmpeq_epi8(_mm_min_epu8(x, below_space), x);
+            let hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)), ctl);
+            let m = _mm_movemask_epi8(hit);
+            high |= _mm_movemask_epi8(x);
+            if m != 0 {
+                return (i + m.trailing_zeros() as usize, high != 0);
+            }
+            i += 16;
+        }
+    }
+    let mut any_high = high != 0;
+    while i < n {
+        let c = b[i];
+        if c == b'"' || c == b'\\' || c < 0x20 {
+            break;
+        }
+        any_high |= c >= 0x80;
+        i += 1;
+    }
+    (i, any_high)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn find_special(b: &[u8], mut i: usize) -> (usize, bool) {
+    let n = b.len();
+    let mut any_high = false;
+    while i + 8 <= n && !special8(load8(b, i), false) {
+        any_high |= load8(b, i) & 0x8080_8080_8080_8080 != 0;
+        i += 8;
+    }
+    while i < n {
+        let c = b[i];
+        if c == b'"' || c == b'\\' || c < 0x20 {
+            break;
+        }
+        any_high |= c >= 0x80;
+        i += 1;
+    }
+    (i, any_high)
+}
+
+fn hex4(b: &[u8], i: usize) -> R<u32> {
+    let s = b.get(i..i + 4).ok_or(Bail)?;
+    let mut v = 0u32;
+    for &c in s {
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => return Err(Bail),
+        };
+        v = (v << 4) | d as u32;
+    }
+    Ok(v)
+}
