@@ -3,6 +3,7 @@ import type { FieldError } from '../../errors/dris-error.js';
 import { HASH_LEN } from '../../domain/hashing/merkle.js';
 import type { BodyShape, HashingBackend, PreparedPayload } from '../../domain/hashing/port.js';
 import type { RecordEnvelope } from '../../domain/records/types.js';
+import { NativeHashingBackend, type PackedPrepared } from './native-backend.js';
 import { loadHashingBackend, type HashBackendChoice } from './select-backend.js';
 import { owning } from './transfer.js';
 
@@ -18,11 +19,10 @@ export type HashTask =
   | { readonly op: 'allProofs'; readonly leaves: Uint8Array }
   | { readonly op: 'backend' };
 
-export interface PreparedMessage {
-  readonly body: Uint8Array;
-  readonly errors: readonly FieldError[];
-  readonly payloads: readonly (PreparedPayload | null)[];
-}
+export type PreparedMessage =
+  | { readonly kind: 'payloads'; readonly body: Uint8Array; readonly errors: readonly FieldError[]; readonly payloads: readonly (PreparedPayload | null)[] }
+  /** From the native backend: canonical texts stay UTF-8 bytes, transferred rather than cloned. */
+  | { readonly kind: 'packed'; readonly body: Uint8Array; readonly packed: PackedPrepared };
 
 export interface AllProofsMessage {
   readonly treeSize: number;
@@ -48,10 +48,15 @@ export default async function run(task: HashTask): Promise<unknown> {
   const backend = await backendReady;
   switch (task.op) {
     case 'prepare': {
+      if (backend instanceof NativeHashingBackend) {
+        const packed = backend.preparePacked(task.body, task.shape);
+        const msg: PreparedMessage = { kind: 'packed', body: task.body, packed };
+        return moved(msg, [task.body.buffer, packed.texts.buffer, packed.lengths.buffer]);
+      }
       const p = backend.prepareBody(task.body, task.shape);
       // Plain objects: a lazy canonical text is materialised here, in the worker.
       const payloads = p.payloads.map((x) => (x === null ? null : { canonical: x.canonical, payloadHash: x.payloadHash }));
-      const msg: PreparedMessage = { body: task.body, errors: p.errors, payloads };
+      const msg: PreparedMessage = { kind: 'payloads', body: task.body, errors: p.errors, payloads };
       return moved(msg, [task.body.buffer]);
     }
     case 'recordHashes':

@@ -128,42 +128,69 @@ function packLeaves(leaves: readonly Uint8Array[]): { data: Uint8Array; offsets:
 }
 
 /**
- * Decodes prepareBody's answer (layout in native/src/lib.rs, Prepared::encode). `r` may be a
- * reused scratch buffer: everything kept is copied out of it.
+ * prepareBody's answer in a form that crosses threads cheaply: canonical texts stay UTF-8 in one
+ * buffer (transferable) instead of becoming strings, and the hashes are one hex string.
  */
-function toPrepared(body: Uint8Array, r: Buffer, scratch: boolean): PreparedBody {
+export interface PackedPrepared {
+  readonly errors: readonly FieldError[];
+  /** Canonical text length per payload in bytes; -1 when there is none. */
+  readonly lengths: Int32Array;
+  /** Every canonical text, back to back. */
+  readonly texts: Uint8Array;
+  /** 64 hex digits per present payload, back to back. */
+  readonly hashes: string;
+}
+
+/**
+ * Decodes prepareBody's answer (layout in native/src/lib.rs, Prepared::encode). `r` may be a
+ * reused scratch buffer (`scratch`): everything kept is then copied out of it.
+ */
+function unpack(r: Buffer, scratch: boolean): PackedPrepared {
   const errorsLen = r.readUInt32LE(8);
   const n = r.readUInt32LE(12);
   let at = 16 + 4 * n;
   const errors: FieldError[] = errorsLen === 0 ? [] : (JSON.parse(r.toString('utf8', at, at + errorsLen)) as FieldError[]);
   at += errorsLen;
+  const lengths = new Int32Array(n);
   let present = 0;
-  for (let i = 0; i < n; i++) if (r.readInt32LE(16 + 4 * i) >= 0) present++;
-  const hashAt = at;
-  let textAt = at + 32 * present;
-  // One conversion for every hash, and one copy of all canonical texts; each payload slices them.
-  const hex = present === 0 ? '' : r.toString('hex', hashAt, hashAt + 32 * present);
-  let texts = r;
-  if (scratch) {
-    let total = 0;
-    for (let i = 0; i < n; i++) total += Math.max(0, r.readInt32LE(16 + 4 * i));
-    texts = Buffer.allocUnsafe(total);
-    r.copy(texts, 0, textAt, textAt + total);
-    textAt = 0;
-  }
-  const payloads: (PreparedPayload | null)[] = new Array<PreparedPayload | null>(n);
-  let k = 0;
+  let total = 0;
   for (let i = 0; i < n; i++) {
     const len = r.readInt32LE(16 + 4 * i);
+    lengths[i] = len;
+    if (len >= 0) {
+      present++;
+      total += len;
+    }
+  }
+  const textAt = at + 32 * present;
+  const hashes = present === 0 ? '' : r.toString('hex', at, textAt);
+  let texts: Uint8Array = r.subarray(textAt, textAt + total);
+  if (scratch) {
+    const copy = Buffer.allocUnsafeSlow(total);
+    r.copy(copy, 0, textAt, textAt + total);
+    texts = copy;
+  }
+  return { errors, lengths, texts, hashes };
+}
+
+/** The payloads of a packed answer; each canonical text is decoded on first read. */
+export function packedPayloads(p: PackedPrepared): (PreparedPayload | null)[] {
+  const buf = Buffer.from(p.texts.buffer, p.texts.byteOffset, p.texts.byteLength);
+  const n = p.lengths.length;
+  const payloads = new Array<PreparedPayload | null>(n);
+  let at = 0;
+  let k = 0;
+  for (let i = 0; i < n; i++) {
+    const len = p.lengths[i]!;
     if (len < 0) {
       payloads[i] = null;
       continue;
     }
-    payloads[i] = lazyPayload(texts, textAt, textAt + len, hex.slice(64 * k, 64 * k + 64));
+    payloads[i] = lazyPayload(buf, at, at + len, p.hashes.slice(64 * k, 64 * k + 64));
     k++;
-    textAt += len;
+    at += len;
   }
-  return new LazyPreparedBody(body, errors, payloads);
+  return payloads;
 }
 
 /**
@@ -206,18 +233,25 @@ export class NativeHashingBackend implements HashingBackend {
   private scratch: Buffer = Buffer.allocUnsafeSlow(64 * 1024);
 
   prepareBody(body: Uint8Array, shape: BodyShape): PreparedBody {
+    const p = this.preparePacked(body, shape);
+    return new LazyPreparedBody(body, p.errors, packedPayloads(p));
+  }
+
+  /** prepareBody's answer before payload objects are made: what a worker sends back. */
+  preparePacked(body: Uint8Array, shape: BodyShape): PackedPrepared {
     const bulk = shape === 'bulk';
     let used = this.addon.prepareBodyInto(body, bulk, this.scratch);
     if (used < 0) {
       this.scratch = Buffer.allocUnsafeSlow(Math.max(-used, 2 * this.scratch.length));
       used = this.addon.prepareBodyInto(body, bulk, this.scratch);
     }
-    return toPrepared(body, this.scratch.subarray(0, used), true);
+    return unpack(this.scratch.subarray(0, used), true);
   }
 
   /** prepareBody on the libuv thread pool, off the event loop; `body` must not change meanwhile. */
   async prepareBodyAsync(body: Uint8Array, shape: BodyShape): Promise<PreparedBody> {
-    return toPrepared(body, await this.addon.prepareBodyAsync(body, shape === 'bulk'), false);
+    const p = unpack(await this.addon.prepareBodyAsync(body, shape === 'bulk'), false);
+    return new LazyPreparedBody(body, p.errors, packedPayloads(p));
   }
 
   recordHashes(envelopes: readonly RecordEnvelope[]): string[] {
