@@ -1,4 +1,5 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { randomHex } from '../util/random.js';
 import { DrisError, errorBody, type FieldError } from '../errors/dris-error.js';
 import type { BodyShape, PreparedBody, PreparedPayload } from '../domain/hashing/port.js';
 import type { IdempotencyStore } from '../domain/limits/ports.js';
@@ -179,7 +180,7 @@ export class IngestService {
       operationType: c.req.operationType,
       sourceTimestamp: c.req.sourceTimestamp,
       payloadHash: c.payload.payloadHash,
-      salt: randomBytes(16).toString('hex'),
+      salt: randomHex(16),
     }));
     const hashes = await this.deps.hasher.recordHashes(envelopes);
     const records = envelopes.map((env, i): AcceptedRecord => {

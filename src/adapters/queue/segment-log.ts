@@ -16,6 +16,8 @@ const fdatasyncAsync = promisify(fdatasync);
 
 const HEADER = 16;
 const SEGMENT_BYTES = 64 * 1024 * 1024;
+/** Recently appended payloads kept in memory: consumers that keep up never read the disk. */
+const TAIL_CACHE_BYTES = 64 * 1024 * 1024;
 
 function checksum(buf: Uint8Array): number {
   // FNV-1a over the payload: detects torn or garbage tails; this is not an integrity hash.
@@ -33,6 +35,8 @@ interface Segment {
   /** Seq of the last message in the segment; firstSeq - 1 when empty. */
   lastSeq: number;
   size: number;
+  /** Byte offset of each message's frame: message `seq` is at offsets[seq - firstSeq]. */
+  readonly offsets: number[];
 }
 
 export interface LogEntry {
@@ -53,6 +57,9 @@ export class SegmentLog {
   private flushing = false;
   private closed = false;
   private readonly listeners = new Set<() => void>();
+  /** seq → payload of the latest durable appends, oldest first, at most TAIL_CACHE_BYTES. */
+  private readonly tail = new Map<number, Buffer>();
+  private tailBytes = 0;
 
   private constructor(private readonly dir: string) {}
 
@@ -139,9 +146,30 @@ export class SegmentLog {
       if (written < bytes) pendingBufs = sliceBuffers(buffers, written);
     }
     await fdatasyncAsync(fd);
+    let at = seg.size;
+    for (const payload of payloads) {
+      seg.offsets.push(at);
+      at += HEADER + payload.length;
+    }
     seg.size += bytes;
     seg.lastSeq = seq;
+    this.remember(seqs, payloads);
     return seqs;
+  }
+
+  private remember(seqs: readonly number[], payloads: readonly Buffer[]): void {
+    for (let i = 0; i < seqs.length; i++) {
+      const payload = payloads[i]!;
+      if (payload.length > TAIL_CACHE_BYTES / 4) continue;
+      this.tail.set(seqs[i]!, payload);
+      this.tailBytes += payload.length;
+    }
+    while (this.tailBytes > TAIL_CACHE_BYTES) {
+      const first = this.tail.entries().next();
+      if (first.done === true) break;
+      this.tail.delete(first.value[0]);
+      this.tailBytes -= first.value[1].length;
+    }
   }
 
   private activeSegment(): Segment {
@@ -155,7 +183,7 @@ export class SegmentLog {
     const firstSeq = this.lastSeq + 1;
     const file = path.join(this.dir, `${String(firstSeq).padStart(16, '0')}.log`);
     this.fd = openSync(file, 'a+');
-    const seg: Segment = { firstSeq, file, lastSeq: firstSeq - 1, size: 0 };
+    const seg: Segment = { firstSeq, file, lastSeq: firstSeq - 1, size: 0, offsets: [] };
     this.segments.push(seg);
     return seg;
   }
@@ -167,10 +195,10 @@ export class SegmentLog {
     for (const f of files) {
       const file = path.join(this.dir, f);
       const firstSeq = Number(f.slice(0, 16));
-      const seg: Segment = { firstSeq, file, lastSeq: firstSeq - 1, size: 0 };
+      const seg: Segment = { firstSeq, file, lastSeq: firstSeq - 1, size: 0, offsets: [] };
       const fd = openSync(file, 'r+');
       try {
-        const { size, lastSeq } = scanSegment(fd, firstSeq);
+        const { size, lastSeq } = scanSegment(fd, firstSeq, seg.offsets);
         if (size < fstatSync(fd).size) {
           ftruncateSync(fd, size);
           fdatasyncSync(fd);
@@ -189,40 +217,47 @@ export class SegmentLog {
   /** Reads up to maxEntries messages starting at seq `from`; stops at the durable end. */
   async read(from: number, maxEntries: number, maxBytes = 8 * 1024 * 1024): Promise<LogEntry[]> {
     const out: LogEntry[] = [];
-    let idx = this.segmentIndexFor(from);
+    let next = Math.max(from, this.firstSeq);
     let bytes = 0;
-    let next = from;
-    while (idx >= 0 && idx < this.segments.length && out.length < maxEntries && bytes < maxBytes) {
-      const seg = this.segments[idx];
-      if (seg === undefined) break;
-      if (next > seg.lastSeq) {
-        idx += 1;
+    while (out.length < maxEntries && bytes < maxBytes && next <= this.lastSeq) {
+      const cached = this.tail.get(next);
+      if (cached !== undefined) {
+        out.push({ seq: next, payload: cached });
+        bytes += cached.length;
+        next += 1;
         continue;
       }
+      // Older than the tail cache: one read of a run of frames from the segment holding `next`.
+      const seg = this.segments[this.segmentIndexFor(next)];
+      if (seg === undefined || next > seg.lastSeq || next < seg.firstSeq) break;
+      const first = next - seg.firstSeq;
+      let last = first;
+      const budget = Math.max(1, Math.min(maxEntries - out.length, 4096));
+      const start = seg.offsets[first]!;
+      while (last + 1 < seg.offsets.length && last + 1 - first < budget && seg.offsets[last + 1]! - start < maxBytes - bytes && !this.tail.has(seg.firstSeq + last + 1)) last += 1;
+      const end = last + 1 < seg.offsets.length ? seg.offsets[last + 1]! : seg.size;
+      const chunk = Buffer.allocUnsafe(end - start);
       const handle = await fs.open(seg.file, 'r');
       try {
-        let pos = 0;
-        const header = Buffer.alloc(HEADER);
-        const limit = seg.size;
-        while (pos + HEADER <= limit && out.length < maxEntries && bytes < maxBytes) {
-          await handle.read(header, 0, HEADER, pos);
-          const len = header.readUInt32LE(0);
-          const seq = header.readDoubleLE(8);
-          if (seq < next) {
-            pos += HEADER + len;
-            continue;
-          }
-          const payload = Buffer.allocUnsafe(len);
-          await handle.read(payload, 0, len, pos + HEADER);
-          out.push({ seq, payload });
-          bytes += len;
-          next = seq + 1;
-          pos += HEADER + len;
+        let got = 0;
+        while (got < chunk.length) {
+          const { bytesRead } = await handle.read(chunk, got, chunk.length - got, start + got);
+          if (bytesRead === 0) break;
+          got += bytesRead;
         }
+        if (got < chunk.length) throw new Error(`segment ${seg.file} is shorter than its index`);
       } finally {
         await handle.close();
       }
-      idx += 1;
+      let pos = 0;
+      while (pos + HEADER <= chunk.length) {
+        const len = chunk.readUInt32LE(pos);
+        const seq = chunk.readDoubleLE(pos + 8);
+        out.push({ seq, payload: chunk.subarray(pos + HEADER, pos + HEADER + len) });
+        bytes += len;
+        pos += HEADER + len;
+        next = seq + 1;
+      }
     }
     return out;
   }
@@ -242,6 +277,12 @@ export class SegmentLog {
       if (seg === undefined || seg.lastSeq >= seq) break;
       this.segments.shift();
       unlinkSync(seg.file);
+      for (let q = seg.firstSeq; q <= seg.lastSeq; q++) {
+        const cached = this.tail.get(q);
+        if (cached === undefined) continue;
+        this.tail.delete(q);
+        this.tailBytes -= cached.length;
+      }
     }
   }
 
@@ -253,7 +294,7 @@ export class SegmentLog {
   }
 }
 
-function scanSegment(fd: number, firstSeq: number): { size: number; lastSeq: number } {
+function scanSegment(fd: number, firstSeq: number, offsets: number[]): { size: number; lastSeq: number } {
   const total = fstatSync(fd).size;
   const header = Buffer.alloc(HEADER);
   let pos = 0;
@@ -266,6 +307,7 @@ function scanSegment(fd: number, firstSeq: number): { size: number; lastSeq: num
     if (pos + HEADER + len > total || seq !== lastSeq + 1) break;
     const payload = Buffer.allocUnsafe(len);
     if (readSync(fd, payload, 0, len, pos + HEADER) < len || checksum(payload) !== sum) break;
+    offsets.push(pos);
     lastSeq = seq;
     pos += HEADER + len;
   }

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { withRandomBytes } from '../../util/random.js';
 
 /**
  * Identifiers that sort by creation time (ULID layout: 48-bit milliseconds, 80 random bits,
@@ -14,16 +14,17 @@ export function newIngestId(nowMs: number): string {
     out = (CROCKFORD[t % 32] ?? '0') + out;
     t = Math.floor(t / 32);
   }
-  const rnd = randomBytes(10);
-  let bits = 0;
-  let value = 0;
-  for (const b of rnd) {
-    value = ((value << 8) | b) & 0xffff;
-    bits += 8;
-    while (bits >= 5) {
-      out += CROCKFORD[(value >>> (bits - 5)) & 31] ?? '0';
-      bits -= 5;
+  return withRandomBytes(10, (rnd) => {
+    let bits = 0;
+    let value = 0;
+    for (const b of rnd) {
+      value = ((value << 8) | b) & 0xffff;
+      bits += 8;
+      while (bits >= 5) {
+        out += CROCKFORD[(value >>> (bits - 5)) & 31] ?? '0';
+        bits -= 5;
+      }
     }
-  }
-  return out;
+    return out;
+  });
 }
