@@ -11,7 +11,7 @@
 use sha2::{Digest, Sha256};
 
 use crate::jcs::cmp_utf16;
-use crate::json::{load8, scan_number, special8, write_json_string, MAX_DEPTH};
+use crate::json::{load8, scan_number, simple_escape, special8, write_json_string, MAX_DEPTH};
 use crate::Prepared;
 
 const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
@@ -321,17 +321,7 @@ impl<'a> Fast<'a> {
                 let mut tmp = [0u8; 4];
                 buf.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
             } else {
-                buf.push(match e {
-                    b'"' => b'"',
-                    b'\\' => b'\\',
-                    b'/' => b'/',
-                    b'b' => 0x08,
-                    b'f' => 0x0c,
-                    b'n' => b'\n',
-                    b'r' => b'\r',
-                    b't' => b'\t',
-                    _ => return Err(Bail),
-                });
+                buf.push(simple_escape(e).ok_or(Bail)?);
                 i += 2;
             }
             run = i;
@@ -529,16 +519,7 @@ fn find_special(b: &[u8], mut i: usize) -> (usize, bool) {
             i += 16;
         }
     }
-    let mut any_high = high != 0;
-    while i < n {
-        let c = b[i];
-        if c == b'"' || c == b'\\' || c < 0x20 {
-            break;
-        }
-        any_high |= c >= 0x80;
-        i += 1;
-    }
-    (i, any_high)
+    scan_tail(b, i, high != 0)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -550,7 +531,13 @@ fn find_special(b: &[u8], mut i: usize) -> (usize, bool) {
         any_high |= load8(b, i) & 0x8080_8080_8080_8080 != 0;
         i += 8;
     }
-    while i < n {
+    scan_tail(b, i, any_high)
+}
+
+/// find_special byte by byte, for what is left after the wide steps.
+#[inline(always)]
+fn scan_tail(b: &[u8], mut i: usize, mut any_high: bool) -> (usize, bool) {
+    while i < b.len() {
         let c = b[i];
         if c == b'"' || c == b'\\' || c < 0x20 {
             break;

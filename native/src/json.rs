@@ -314,7 +314,7 @@ impl<'a> Parser<'a> {
         // The grammar was checked above, so this is ASCII and a valid float literal.
         let v: f64 = std::str::from_utf8(text).ok().and_then(|s| s.parse().ok()).unwrap_or(f64::NAN);
         if integer {
-            if !(v.abs() <= MAX_SAFE) {
+            if v.is_nan() || v.abs() > MAX_SAFE {
                 let p = self.here();
                 self.violation(p, "unsafe_integer", MSG_UNSAFE, false);
             }
@@ -397,16 +397,8 @@ impl<'a> Parser<'a> {
                     }
                     push_unit(buf, u);
                 } else {
-                    let u = match e {
-                        b'"' => b'"',
-                        b'\\' => b'\\',
-                        b'/' => b'/',
-                        b'b' => 0x08,
-                        b'f' => 0x0c,
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        _ => return Err(SyntaxFailure(self.path(err_len))),
+                    let Some(u) = simple_escape(e) else {
+                        return Err(SyntaxFailure(self.path(err_len)));
                     };
                     buf.push(u);
                     i += 2;
@@ -430,6 +422,21 @@ impl<'a> Parser<'a> {
             }
         }
     }
+}
+
+/// The character a two-character escape `\e` stands for (every escape but `\u`).
+pub(crate) fn simple_escape(e: u8) -> Option<u8> {
+    Some(match e {
+        b'"' => b'"',
+        b'\\' => b'\\',
+        b'/' => b'/',
+        b'b' => 0x08,
+        b'f' => 0x0c,
+        b'n' => b'\n',
+        b'r' => b'\r',
+        b't' => b'\t',
+        _ => return None,
+    })
 }
 
 /// Index after a number that follows the JSON grammar, or None.

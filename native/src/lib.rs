@@ -387,7 +387,7 @@ fn leaf_hashes_of(data: &[u8], offsets: Option<&[u32]>) -> Result<(Vec<u8>, usiz
             Ok((merkle::leaf_hashes(data, o), o.len() - 1))
         }
         None => {
-            if data.len() % merkle::HASH_LEN != 0 {
+            if !data.len().is_multiple_of(merkle::HASH_LEN) {
                 return Err(Error::new(Status::InvalidArg, "leaves must be 32 bytes each".to_string()));
             }
             let n = data.len() / merkle::HASH_LEN;

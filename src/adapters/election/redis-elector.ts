@@ -3,6 +3,7 @@ import { Redis, type Result } from 'ioredis';
 import { DrisError } from '../../errors/dris-error.js';
 import type { LeaderElector, Leadership } from '../../domain/pipeline/ports.js';
 import { componentLogger, type Logger } from '../../util/logger.js';
+import { connectScripted } from '../redis/scripted-redis.js';
 
 /**
  * Leader election on Redis: the leader holds `<prefix>anchorer:leader` (SET NX PX, its own random
@@ -120,18 +121,12 @@ export class RedisElector implements LeaderElector {
       connectionName: 'dris-leader',
       ...(options.password !== undefined ? { password: options.password } : {}),
     });
-    const log = options.logger ?? componentLogger('leader-election');
-    redis.on('error', (err: unknown) => log.warn({ err }, 'Redis connection error'));
-    redis.defineCommand('drisLeaderAcquire', { numberOfKeys: 2, lua: ACQUIRE_LUA });
-    redis.defineCommand('drisLeaderRenew', { numberOfKeys: 1, lua: RENEW_LUA });
-    redis.defineCommand('drisLeaderRelease', { numberOfKeys: 1, lua: RELEASE_LUA });
-    try {
-      await redis.connect();
-      await redis.ping();
-    } catch (err) {
-      redis.disconnect();
-      throw translate(err, 'connect');
-    }
+    const scripts = [
+      { name: 'drisLeaderAcquire', numberOfKeys: 2, lua: ACQUIRE_LUA },
+      { name: 'drisLeaderRenew', numberOfKeys: 1, lua: RENEW_LUA },
+      { name: 'drisLeaderRelease', numberOfKeys: 1, lua: RELEASE_LUA },
+    ];
+    await connectScripted(redis, scripts, options.logger ?? componentLogger('leader-election'), (err) => translate(err, 'connect'));
     return new RedisElector(redis, options);
   }
 

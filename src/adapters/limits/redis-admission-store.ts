@@ -2,6 +2,7 @@ import { Redis, type Result } from 'ioredis';
 import { DrisError } from '../../errors/dris-error.js';
 import { componentLogger } from '../../util/logger.js';
 import type { AdmissionStore, IdempotencyEntry, RateDecision, ReserveOutcome } from '../../domain/limits/ports.js';
+import { connectScripted } from '../redis/scripted-redis.js';
 
 const log = componentLogger('redis-admission-store');
 
@@ -152,21 +153,13 @@ export class RedisAdmissionStore implements AdmissionStore {
       connectionName: 'dris',
       ...(options.password !== undefined ? { password: options.password } : {}),
     });
-    redis.on('error', (err: unknown) => {
-      // ioredis emits every failed (re)connect attempt; the commands that fail meanwhile carry it.
-      log.warn({ err }, 'Redis connection error');
-    });
-    redis.defineCommand('drisRateTake', { numberOfKeys: 1, lua: RATE_TAKE_LUA });
-    redis.defineCommand('drisIdemReserve', { numberOfKeys: 1, lua: IDEM_RESERVE_LUA });
-    redis.defineCommand('drisIdemComplete', { numberOfKeys: 1, lua: IDEM_COMPLETE_LUA });
-    redis.defineCommand('drisIdemRelease', { numberOfKeys: 1, lua: IDEM_RELEASE_LUA });
-    try {
-      await redis.connect();
-      await redis.ping();
-    } catch (err) {
-      redis.disconnect();
-      throw translate(err, 'connect');
-    }
+    const scripts = [
+      { name: 'drisRateTake', numberOfKeys: 1, lua: RATE_TAKE_LUA },
+      { name: 'drisIdemReserve', numberOfKeys: 1, lua: IDEM_RESERVE_LUA },
+      { name: 'drisIdemComplete', numberOfKeys: 1, lua: IDEM_COMPLETE_LUA },
+      { name: 'drisIdemRelease', numberOfKeys: 1, lua: IDEM_RELEASE_LUA },
+    ];
+    await connectScripted(redis, scripts, log, (err) => translate(err, 'connect'));
     connected = true;
     return new RedisAdmissionStore(redis, options.keyPrefix ?? REDIS_ADMISSION_DEFAULTS.keyPrefix);
   }
