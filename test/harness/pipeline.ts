@@ -141,3 +141,30 @@ export async function chainOf(svc: ServiceHandle): Promise<{ rpcUrl: string; con
   if (health.body.chain === undefined) throw new Error('the health answer has no chain section');
   return health.body.chain;
 }
+
+/** The assertions every anchoring run ends with; only `equal` and `same` of a tap test are used. */
+interface Asserts {
+  equal(found: unknown, wanted: unknown, message: string): unknown;
+  same(found: unknown, wanted: unknown, message: string): unknown;
+}
+
+/**
+ * Gap-free anchoring: batchSeq 1..n, the contract exactly that far, one Anchored event per batch
+ * (none lost, none twice) and one transaction per batch. Returns the events for further checks.
+ */
+export async function assertGapFreeAnchors(t: Asserts, batches: readonly BatchBody[], reader: AnchorContractReader): Promise<Awaited<ReturnType<AnchorContractReader['anchoredEvents']>>> {
+  t.same(
+    batches.map((b) => b.batchSeq),
+    batches.map((_, i) => i + 1),
+    'batchSeq 1..n without a gap',
+  );
+  t.equal(await reader.lastSequence(), batches.length, 'the contract went exactly as far');
+  const events = await reader.anchoredEvents();
+  t.same(
+    events.map((e) => e.batchSeq),
+    batches.map((b) => b.batchSeq),
+    'one Anchored event per batch on the chain as it stands: none lost, none twice',
+  );
+  t.equal(new Set(batches.map((b) => b.chainTxHash)).size, batches.length, 'one transaction per batch');
+  return events;
+}
