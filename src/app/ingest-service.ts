@@ -50,7 +50,8 @@ interface Candidate {
   };
   readonly payload: PreparedPayload;
   readonly idempotencyKey: string | null;
-  readonly fingerprint: string;
+  /** What an idempotency key is bound to; computed only for records that carry a key. */
+  readonly fingerprint: () => string;
 }
 
 function fingerprintOf(parts: readonly (string | null)[]): string {
@@ -132,17 +133,19 @@ export class IngestService {
       recordPayload: req.recordPayload,
       sourceTimestamp: req.sourceTimestamp ?? null,
     };
-    const fingerprint = fingerprintOf([
-      norm.tenantId,
-      norm.clientId,
-      norm.database,
-      norm.collection,
-      norm.recordId,
-      norm.recordVersion,
-      norm.operationType,
-      norm.sourceTimestamp,
-      payload.payloadHash,
-    ]);
+    let memo: string | undefined;
+    const fingerprint = (): string =>
+      (memo ??= fingerprintOf([
+        norm.tenantId,
+        norm.clientId,
+        norm.database,
+        norm.collection,
+        norm.recordId,
+        norm.recordVersion,
+        norm.operationType,
+        norm.sourceTimestamp,
+        payload.payloadHash,
+      ]));
     return { ok: true, candidate: { index, req: norm, payload, idempotencyKey: req.idempotencyKey ?? null, fingerprint } };
   }
 
@@ -215,14 +218,14 @@ export class IngestService {
     const idem = headerKey ?? cand.idempotencyKey;
     const key = idem === null ? null : this.idemKey(cand.req.tenantId, idem);
     if (key !== null) {
-      const replay = await this.claim(key, cand.fingerprint);
+      const replay = await this.claim(key, cand.fingerprint());
       if (replay !== null) return { status: replay.status, body: { ...(JSON.parse(replay.body) as IngestRecordResponse), idempotencyReplayed: true } };
     }
     let rec: AcceptedRecord;
     try {
       [rec] = (await this.accept(principal, [{ ...cand, idempotencyKey: idem }], correlationId)) as [AcceptedRecord];
     } catch (err) {
-      if (key !== null) await this.deps.idempotency.release(key, cand.fingerprint);
+      if (key !== null) await this.deps.idempotency.release(key, cand.fingerprint());
       throw err;
     }
     const answer: IngestRecordResponse = {
@@ -236,7 +239,7 @@ export class IngestService {
       hashScheme: HASH_SCHEME,
       ingestId: rec.ingestId,
     };
-    if (key !== null) await this.deps.idempotency.complete(key, { state: 'done', fingerprint: cand.fingerprint, status: 202, body: JSON.stringify(answer) }, this.deps.idempotencyTtlMs);
+    if (key !== null) await this.deps.idempotency.complete(key, { state: 'done', fingerprint: cand.fingerprint(), status: 202, body: JSON.stringify(answer) }, this.deps.idempotencyTtlMs);
     return { status: 202, body: answer };
   }
 
@@ -314,7 +317,7 @@ export class IngestService {
       if (cand.idempotencyKey !== null) {
         const key = this.idemKey(cand.req.tenantId, cand.idempotencyKey);
         try {
-          const replay = await this.claim(key, cand.fingerprint);
+          const replay = await this.claim(key, cand.fingerprint());
           if (replay !== null) {
             const prev = JSON.parse(replay.body) as IngestRecordResponse;
             replayed.push({
@@ -330,7 +333,7 @@ export class IngestService {
             });
             continue;
           }
-          claimed.push({ key, fingerprint: cand.fingerprint });
+          claimed.push({ key, fingerprint: cand.fingerprint() });
         } catch (err) {
           if (err instanceof DrisError && (err.code === 'idempotency_conflict' || err.code === 'idempotency_in_progress')) {
             reject(i, cand.req.recordId, err);
@@ -378,7 +381,7 @@ export class IngestService {
           hashScheme: HASH_SCHEME,
           ingestId: r.ingestId,
         };
-        return this.deps.idempotency.complete(this.idemKey(r.tenantId, r.idempotencyKey), { state: 'done', fingerprint: cand.fingerprint, status: 202, body: JSON.stringify(single) }, this.deps.idempotencyTtlMs);
+        return this.deps.idempotency.complete(this.idemKey(r.tenantId, r.idempotencyKey), { state: 'done', fingerprint: cand.fingerprint(), status: 202, body: JSON.stringify(single) }, this.deps.idempotencyTtlMs);
       }),
     );
     const all = [...acceptedItems, ...replayed].sort((a, b) => a.index - b.index);
