@@ -267,7 +267,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
         idleMs: 1000,
       });
       anchorer = active;
-      const accumulator = new Accumulator(queue, store, hashing.backend, { consumer: ACCUMULATOR_CONSUMER, maxRecords: cfg.batchMaxRecords, maxWaitMs: cfg.batchMaxWaitMs, retryMs: 1000 }, () => active.notify());
+      const accumulator = new Accumulator(queue, store, hashing.backend, { consumer: ACCUMULATOR_CONSUMER, maxRecords: cfg.batchMaxRecords, maxWaitMs: cfg.batchMaxWaitMs, retryMs: 1000 }, (formed) => active.enqueue(formed));
       // Only the elected leader accumulates and anchors: with Redis, one of the anchorer processes;
       // embedded, always this one.
       const elector: LeaderElector =

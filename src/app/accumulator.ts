@@ -1,5 +1,5 @@
 import type { HashingBackend } from '../domain/hashing/port.js';
-import { formBatch } from '../domain/pipeline/batch-formation.js';
+import { formBatch, type FormedBatch } from '../domain/pipeline/batch-formation.js';
 import type { PipelineStore } from '../domain/pipeline/ports.js';
 import type { Delivery, RecordQueue, Subscription } from '../domain/records/ports.js';
 import type { AcceptedRecord } from '../domain/records/types.js';
@@ -12,13 +12,14 @@ import { componentLogger } from '../util/logger.js';
  * the batch again — nothing is lost and nothing is split or batched twice.
  *
  * When records arrive faster than one batch is written, the full batches waiting in the buffer
- * are formed together and written concurrently (a few at a time): each is still formed from the
- * first records not yet batched, in stream order, so a crash between two of those writes re-forms
- * exactly the batch that was not written.
+ * are formed together and stored in one write (one insert per table, the batch rows last): each is
+ * still formed from the first records not yet batched, in stream order, and a write stores all of
+ * its batches or none, so a retry or a crash re-forms exactly the batches that were not stored.
+ * Stored batches are handed to the anchorer (`onBatchesFormed`), which then need not read them back.
  */
 
-/** Full batches written concurrently by one flush. */
-const MAX_CONCURRENT_BATCHES = 4;
+/** Full batches formed and stored by one write. */
+const MAX_BATCHES_PER_WRITE = 8;
 
 /** Clock skew allowed between the processes that accept records and the one that batches them. */
 const SUSPECT_CLOCK_MARGIN_MS = 5000;
@@ -58,7 +59,7 @@ export class Accumulator {
     private readonly store: PipelineStore,
     private readonly hashing: HashingBackend,
     private readonly options: AccumulatorOptions,
-    private readonly onBatchFormed: () => void,
+    private readonly onBatchesFormed: (formed: readonly FormedBatch[]) => void,
   ) {}
 
   get batchesFormed(): number {
@@ -94,8 +95,14 @@ export class Accumulator {
     // a queue restarted after a crash counts deliveries from 1 again (the embedded queue keeps only
     // its ack floor, and lazily) and may hand out again messages that were batched and acked.
     const suspect = (d: Delivery): boolean => d.deliveryCount > 1 || d.records.some((r) => Date.parse(r.acceptedAt) <= this.suspectBeforeMs);
-    const redelivered = deliveries.filter(suspect).flatMap((d) => d.records.map((r) => r.ingestId));
-    const already = redelivered.length > 0 ? await this.store.batchedIngestIds(redelivered) : new Set<string>();
+    const redelivered = deliveries.filter(suspect).flatMap((d) => d.records);
+    const already =
+      redelivered.length > 0
+        ? await this.store.batchedIngestIds(
+            redelivered.map((r) => r.ingestId),
+            redelivered.reduce((m, r) => Math.min(m, Date.parse(r.acceptedAt) || 0), Infinity),
+          )
+        : new Set<string>();
     const inBuffer = new Set(this.buffer.map((p) => p.record.ingestId));
     for (const delivery of deliveries) {
       const held: Held = { delivery, remaining: 0 };
@@ -131,42 +138,38 @@ export class Accumulator {
     }
     if (this.buffer.length === 0) return true;
     const max = this.options.maxRecords;
-    const count = Math.max(1, Math.min(MAX_CONCURRENT_BATCHES, Math.floor(this.buffer.length / max)));
+    const count = Math.max(1, Math.min(MAX_BATCHES_PER_WRITE, Math.floor(this.buffer.length / max)));
     const takes = Array.from({ length: count }, (_, i) => this.buffer.slice(i * max, (i + 1) * max));
     const now = Date.now();
-    // A millisecond apart, so the anchorer takes them in stream order (it orders by creation time).
-    const formed = takes.map((take, i) =>
-      formBatch(
-        take.map((p) => p.record),
-        this.hashing,
-        now + i,
-      ),
-    );
-    const results = await Promise.allSettled(formed.map((f) => this.store.saveFormedBatch(f)));
-    const failed = results.findIndex((r) => r.status === 'rejected');
-    // Only the written prefix counts: a batch written after one that failed is re-formed
-    // identically (same records, same id) by the retry, and its write is idempotent.
-    const written = failed < 0 ? count : failed;
-    for (let i = 0; i < written; i++) {
-      const take = takes[i] ?? [];
-      const f = formed[i];
-      this.formed += 1;
-      if (f !== undefined) this.log.info({ batchId: f.batch.batchId, records: f.batch.treeSize, snapshots: f.snapshots.length }, 'batch formed');
-      const done: Delivery[] = [];
-      for (const p of take) {
-        p.held.remaining -= 1;
-        if (p.held.remaining === 0) done.push(p.held.delivery);
-      }
-      await Promise.all(done.map((d) => d.ack()));
+    const formed: FormedBatch[] = [];
+    for (const [i, take] of takes.entries()) {
+      // Between batches, so a write of several does not hold the event loop for all of them at once.
+      if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      // A millisecond apart, so the anchorer takes them in stream order (it orders by creation time).
+      formed.push(formBatch(take.map((p) => p.record), this.hashing, now + i));
     }
-    this.buffer = this.buffer.slice(takes.slice(0, written).reduce((n, t) => n + t.length, 0));
-    if (written > 0) this.onBatchFormed();
-    if (failed >= 0) {
-      const reason = results[failed];
-      this.log.warn({ err: reason?.status === 'rejected' ? reason.reason : undefined, records: takes[failed]?.length }, 'batch write failed; will retry');
+    try {
+      await this.store.saveFormedBatches(formed);
+    } catch (err) {
+      // Nothing of this write counts: the retry forms its batches again from the same first
+      // records, so a full batch keeps its id and its write is idempotent.
+      this.log.warn({ err, batches: count, records: takes.reduce((n, t) => n + t.length, 0) }, 'batch write failed; will retry');
       this.armTimer(this.options.retryMs);
       return false;
     }
+    // Before the acks, which may yield: the anchorer then need not find these in the store first.
+    this.onBatchesFormed(formed);
+    const done: Delivery[] = [];
+    for (const [i, f] of formed.entries()) {
+      this.formed += 1;
+      this.log.info({ batchId: f.batch.batchId, records: f.batch.treeSize, snapshots: f.snapshots.length }, 'batch formed');
+      for (const p of takes[i] ?? []) {
+        p.held.remaining -= 1;
+        if (p.held.remaining === 0) done.push(p.held.delivery);
+      }
+    }
+    await Promise.all(done.map((d) => d.ack()));
+    this.buffer = this.buffer.slice(takes.reduce((n, t) => n + t.length, 0));
     if (this.buffer.length > 0 && this.timer === null) {
       // Records left over started waiting when they arrived; the next flush closes on its own size or time.
       this.armTimer(this.options.maxWaitMs);

@@ -6,6 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import t from 'tap';
 import { ChdbIndex, ChdbSqlRunner } from '../../src/adapters/index/chdb-index.js';
+import { ClickHouseEvidenceStore } from '../../src/adapters/index/clickhouse-evidence-store.js';
+import { ClickHousePipelineStore } from '../../src/adapters/index/clickhouse-pipeline-store.js';
 import type { AuditEvent } from '../../src/domain/audit/ports.js';
 import type { ApiKeyRecord } from '../../src/domain/keys/types.js';
 import type { AcceptedRecord, RecordSummary } from '../../src/domain/records/types.js';
@@ -103,18 +105,19 @@ void t.test('migrate is idempotent and records each version once', async (t) => 
   await index.migrate();
   await index.migrate();
   const versions = await raw.query<{ version: number | string }>('SELECT version FROM dris.schema_migrations ORDER BY version');
-  t.same(versions.map((v) => Number(v.version)), [1, 2, 3, 4, 5, 6, 7, 8]);
+  t.same(versions.map((v) => Number(v.version)), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
   const tables = await raw.query<{ name: string }>(
     `SELECT name FROM system.tables WHERE database = 'dris' ORDER BY name`,
   );
-  t.same(tables.map((r) => r.name), ['api_keys', 'audit_events', 'batches', 'records', 'retrieval_policies', 'schema_migrations', 'snapshot_lifecycle', 'snapshots', 'verifications']);
+  t.same(tables.map((r) => r.name), ['api_keys', 'audit_events', 'batches', 'record_leaves', 'records', 'retrieval_policies', 'schema_migrations', 'snapshot_lifecycle', 'snapshots', 'verifications']);
   const engines = await raw.query<{ name: string; engine: string; sorting_key: string }>(
-    `SELECT name, engine, sorting_key FROM system.tables WHERE database = 'dris' AND name IN ('records', 'api_keys', 'audit_events')`,
+    `SELECT name, engine, sorting_key FROM system.tables WHERE database = 'dris' AND name IN ('records', 'record_leaves', 'api_keys', 'audit_events')`,
   );
   t.same(
     Object.fromEntries(engines.map((e) => [e.name, [e.engine, e.sorting_key]])),
     {
       records: ['ReplacingMergeTree', 'tenant_id, accepted_at, ingest_id'],
+      record_leaves: ['ReplacingMergeTree', 'tenant_id, ingest_id'],
       api_keys: ['ReplacingMergeTree', 'key_id'],
       audit_events: ['MergeTree', 'tenant_id, at, event_id'],
     },
@@ -256,6 +259,47 @@ void t.test('a pipeline rewrite with a higher row_version replaces the row', asy
     { t: tenant },
   );
   t.same(leaf.map((r) => [r.leaf_index, Number(r.row_version)]), [[0, 2], [1, 2], [2, 2], [null, 1]]);
+});
+
+void t.test('leaves in record_leaves are joined to the rows; the later version of a leaf wins', async (t) => {
+  const tenant = 'tenant-l';
+  const recs = Array.from({ length: 4 }, () => record(tenant));
+  await index.insertRecords(recs);
+  const store = new ClickHousePipelineStore(index.runner, index.database);
+  const evidence = new ClickHouseEvidenceStore(index.runner, index.database);
+  const ids = recs.slice(0, 3).map((r) => r.ingestId);
+  const leaves = (snapshotId: string, batchId: string, version: number): object[] =>
+    ids.map((ingestId, leafIndex) => ({ tenant_id: tenant, ingest_id: ingestId, snapshot_id: snapshotId, batch_id: batchId, leaf_index: leafIndex, tree_size: 3, merkle_proof: [hex(`${batchId}${leafIndex}`, 64)], version }));
+  // A write that stopped before its batch row, then the batch its records were formed into instead.
+  await raw.insertJsonEachRow('dris.record_leaves', leaves('snap-orphan', 'batch-orphan', 1));
+  await raw.insertJsonEachRow('dris.record_leaves', leaves('snap-2', 'batch-2', 2));
+
+  const all = await index.queryRecords({ tenantId: tenant, limit: 10 });
+  t.same(
+    all.items.map((i) => [i.ingestId, i.snapshotId, i.batchId, i.status]),
+    [...ids.map((id) => [id, 'snap-2', 'batch-2', 'Batched']), [recs[3]?.ingestId, null, null, 'Ingested']],
+  );
+  const snap = await index.queryRecords({ tenantId: tenant, snapshotId: 'snap-2', limit: 10 });
+  t.same(snap.items, [], 'no snapshot row: the listing by snapshot finds its records through the snapshot');
+  await store.putSnapshots(
+    [{ snapshotId: 'snap-2', tenantId: tenant, batchId: 'batch-2', status: 'Anchored', recordIds: recs.slice(0, 3).map((r) => r.recordId), ingestIds: ids, recordCount: 3, snapshotHash: hex('h', 64), merkleRoot: hex('m', 64), anchorTimestampMs: BASE_MS, onChainConfirmed: true, chainTxHash: `0x${hex('t', 64)}`, createdAtMs: BASE_MS }],
+    [],
+  );
+  const anchored = await index.queryRecords({ tenantId: tenant, snapshotId: 'snap-2', limit: 10 });
+  t.same(anchored.items.map((i) => [i.ingestId, i.status, i.chainTxHash]), ids.map((id) => [id, 'Anchored', `0x${hex('t', 64)}`]));
+  t.same((await index.queryRecords({ tenantId: tenant, snapshotId: 'snap-orphan', limit: 10 })).items, []);
+  const page = await index.queryRecords({ tenantId: tenant, limit: 2 });
+  t.same(page.items.map((i) => i.snapshotId), ['snap-2', 'snap-2'], 'a page joins the leaves of its own rows');
+
+  const found = await evidence.findRecord({ tenantId: tenant, collection: 'customers', recordId: recs[1]?.recordId ?? '' });
+  t.same(found.map((r) => [r.snapshotId, r.batchId, r.leafIndex, r.treeSize, r.merkleProof]), [['snap-2', 'batch-2', 1, 3, [hex('batch-21', 64)]]]);
+  const byHash = await evidence.findByHash(tenant, 'recordHash', recs[2]?.recordHash ?? '', 10);
+  t.same(byHash.map((r) => [r.ingestId, r.leafIndex]), [[ids[2], 2]]);
+  const unbatched = await evidence.findRecord({ tenantId: tenant, collection: 'customers', recordId: recs[3]?.recordId ?? '' });
+  t.same(unbatched.map((r) => [r.snapshotId, r.batchId, r.leafIndex, r.treeSize, r.merkleProof]), [[null, null, null, null, []]]);
+  const trace = await store.traceRecord(tenant, { collection: 'customers', recordId: recs[0]?.recordId ?? '' });
+  t.same(trace.map((r) => [r.snapshotId, r.leafIndex, r.merkleProof]), [['snap-2', 0, [hex('batch-20', 64)]]]);
+  await evidence.close();
 });
 
 void t.test('a 10k-record call is stored whole', async (t) => {

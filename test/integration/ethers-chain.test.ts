@@ -249,6 +249,41 @@ t.test('a stuck transaction is replaced with higher fees; exactly one version is
   t.ok(submissions.every((s) => s.batchSeq === 2));
 });
 
+t.test('overlapping anchors: later sequences go out before earlier ones are mined; a refusal refuses those after it', async (t) => {
+  const a = await anvilFor(t);
+  const submissions: TxSubmission[] = [];
+  const chain = await connect(t, a, { deployIfMissing: true, onTransaction: (s) => void submissions.push(s) });
+  const first = root();
+  await chain.anchor(request(1, first));
+  submissions.length = 0;
+
+  await a.rpc('evm_setAutomine', [false]);
+  t.teardown(() => a.rpc('evm_setAutomine', [true]).catch(() => undefined));
+  const pending = [chain.anchor(request(2)), chain.anchor(request(3)), chain.anchor(request(4))];
+  await waitFor(() => submissions.length >= 3, 'three anchors sent with none mined');
+  t.same(submissions.map((s) => s.batchSeq), [2, 3, 4], 'sent in call order');
+  const nonce = submissions[0]?.nonce ?? -1;
+  t.same(submissions.map((s) => s.nonce), [nonce, nonce + 1, nonce + 2], 'on consecutive nonces');
+  // A submission is reported before its broadcast: mine only once the node holds all three.
+  const anchorer = new Wallet(ANCHORER_KEY ?? '').address;
+  await waitFor(async () => Number(await a.rpc<string>('eth_getTransactionCount', [anchorer, 'pending'])) === nonce + 3, 'the node holds the three');
+  await a.rpc('evm_mine', []);
+  const receipts = await Promise.all(pending);
+  t.equal(new Set(receipts.map((r) => r.blockNumber)).size, 1, 'all three in one block');
+  t.equal(await chain.lastSequence(), 4);
+  await a.rpc('evm_setAutomine', [true]);
+
+  submissions.length = 0;
+  const refused = chain.anchor(request(5, first));
+  const after = chain.anchor(request(6));
+  await t.rejects(refused, { code: 'invalid_state', extra: { reason: 'root_exists', batchSeq: 1 } });
+  await t.rejects(after, { code: 'invalid_state', extra: { reason: 'bad_sequence', expected: 5, got: 6 } }, 'its sequence gap is not one of the stream');
+  t.equal(submissions.length, 0, 'neither was sent');
+  t.equal(await chain.lastSequence(), 4);
+  const next = await chain.anchor(request(5));
+  t.equal(next.txHash.length, 66, 'the stream goes on at the sequence and nonce left free');
+});
+
 t.test('confirmations: the anchor resolves once its block has enough on top', async (t) => {
   const a = await anvilFor(t);
   const provider = providerFor(t, a);

@@ -100,7 +100,9 @@ void t.test('migrate applies missing migrations in order, then only bootstraps',
   t.same(execs[15]?.params, { version: 7, name: 'create verifications' });
   t.match(execs[16]?.sql, /CREATE TABLE IF NOT EXISTS dris_test\.retrieval_policies/);
   t.same(execs[17]?.params, { version: 8, name: 'create retrieval_policies' });
-  t.equal(execs.length, 18);
+  t.match(execs[18]?.sql, /CREATE TABLE IF NOT EXISTS dris_test\.record_leaves/);
+  t.same(execs[19]?.params, { version: 9, name: 'create record_leaves' });
+  t.equal(execs.length, 20);
 
   const again = new FakeRunner();
   // A server answers 64-bit integers as strings.

@@ -5,13 +5,14 @@ import type { AnchorReceipt, AnchorRequest, Chain, ChainInfo, OnChainAnchor } fr
 import { componentLogger, type Logger } from '../../util/logger.js';
 import { translateChainError } from './chain-errors.js';
 import { loadAnchorArtifact, type AnchorArtifact } from './contract-artifact.js';
-import { NonceConflict, TxSender, type Fees, type TxSubmission } from './tx-sender.js';
+import { NonceConflict, TxSender, type Fees, type SentTransaction, type TxSubmission } from './tx-sender.js';
 
 /**
  * The Chain port on an EVM JSON-RPC node with ethers v6: the DrisAnchor contract (contracts/)
  * at a configured address, or deployed on first start of the embedded chain. Anchors go through
- * one ordered stream (TxSender): each is simulated first, so the contract's refusals come back
- * decoded as DrisError('invalid_state') without spending gas.
+ * one ordered stream (TxSender): each is simulated and broadcast in call order, so the contract's
+ * refusals come back decoded as DrisError('invalid_state') without spending gas, and awaits its
+ * confirmations while the next ones are sent.
  */
 
 export type { TxSubmission } from './tx-sender.js';
@@ -60,7 +61,7 @@ export interface EthersChainOptions extends ChainConnectionOptions {
   readonly deployIfMissing?: boolean;
   /** Block the contract was deployed in; the lower bound of event searches. Default 0. */
   readonly deployBlock?: number;
-  /** Anchors waiting behind the one in flight; beyond it anchor() answers 'overloaded'. Default 16. */
+  /** Anchors waiting to be sent behind the one being sent; beyond it anchor() answers 'overloaded'. Default 16. */
   readonly maxQueued?: number;
   /** Time allowed to check(). Default 2 s. */
   readonly checkTimeoutMs?: number;
@@ -337,6 +338,12 @@ export class EthersChain implements Chain {
   private readonly contract: Contract;
   private readonly queue: SerialQueue;
   private readonly chainInfo: ChainInfo;
+  /** Sequences of the anchors broadcast and not yet confirmed (or failed). */
+  private readonly unconfirmed = new Set<number>();
+  /** Confirmations being awaited, for close(). */
+  private readonly confirming = new Set<Promise<unknown>>();
+  /** The gas limit of the last anchor that could be estimated, for one that cannot be yet. */
+  private lastGasLimit: bigint | null = null;
 
   private constructor(
     private readonly rt: Runtime,
@@ -430,44 +437,86 @@ export class EthersChain implements Chain {
     }
   }
 
+  /**
+   * Anchors are simulated and broadcast one at a time, in call order; each then awaits its
+   * confirmations on its own, so the caller may send the next sequence before this one is mined.
+   */
   async anchor(request: AnchorRequest): Promise<AnchorReceipt> {
     this.assertOpen();
     validateRequest(request);
-    return this.queue.run(() => this.anchorInOrder(request, 2));
+    const confirmed = this.anchorOnce(request, 2);
+    this.confirming.add(confirmed);
+    try {
+      return await confirmed;
+    } finally {
+      this.confirming.delete(confirmed);
+    }
   }
 
-  private async anchorInOrder(request: AnchorRequest, conflictRetries: number): Promise<AnchorReceipt> {
+  private async anchorOnce(request: AnchorRequest, conflictRetries: number): Promise<AnchorReceipt> {
+    const sent = await this.queue.run(() => this.sendInOrder(request));
+    let receipt: TransactionReceipt;
+    try {
+      receipt = await sent.confirmed();
+    } catch (err) {
+      if (err instanceof NonceConflict) {
+        if (conflictRetries > 0) return this.anchorOnce(request, conflictRetries - 1);
+        throw new DrisError('dependency_unavailable', 'another sender keeps using the anchorer nonce', { cause: err });
+      }
+      throw err;
+    } finally {
+      this.unconfirmed.delete(request.batchSeq);
+    }
+    return this.anchorReceipt(request, receipt);
+  }
+
+  /** Simulates and broadcasts one anchor; the stream's next anchor may follow at once. */
+  private async sendInOrder(request: AnchorRequest, conflictRetries = 2): Promise<SentTransaction> {
     this.assertOpen();
     const args = [BigInt(request.batchSeq), `0x${request.merkleRoot}`, request.recordCount, request.batchId, request.manifestCid] as const;
     const fn = this.contract.getFunction('anchor');
-    // The simulation runs against the state the previous anchor left (the queue is serial), so a
-    // refusal here is the contract's answer to this request, decoded without spending gas.
+    // The simulation runs against the state the anchors sent before left, so a refusal here is the
+    // contract's answer to this request, decoded without spending gas. Those anchors may not be
+    // mined yet: a sequence gap made only of them is not a refusal, and then the gas limit is the
+    // last estimate's (anchors differ only in the lengths of their strings). Those not yet
+    // confirmed are taken before the calls: one confirmed meanwhile was not mined when they read.
+    const own = new Set(this.unconfirmed);
     const [simulated, gas, nonce, fees] = await Promise.allSettled([
       fn.staticCall(...args),
       fn.estimateGas(...args),
       this.rt.sender.nextNonceChecked(),
       this.rt.sender.currentFees(),
     ]);
-    if (simulated.status === 'rejected') throw translateChainError(simulated.reason, 'anchor', this.rt.iface);
-    if (gas.status === 'rejected') throw translateChainError(gas.reason, 'anchor', this.rt.iface);
+    let gasLimit: bigint | null = gas.status === 'fulfilled' ? gasWithMargin(gas.value) : null;
+    if (simulated.status === 'rejected') {
+      const e = translateChainError(simulated.reason, 'anchor', this.rt.iface);
+      if (!behindOwnAnchors(e, request.batchSeq, own) || this.lastGasLimit === null) throw e;
+      gasLimit = this.lastGasLimit;
+    } else if (gas.status === 'rejected') {
+      throw translateChainError(gas.reason, 'anchor', this.rt.iface);
+    }
     if (nonce.status === 'rejected') throw translateChainError(nonce.reason, 'anchor', this.rt.iface);
     if (fees.status === 'rejected') throw translateChainError(fees.reason, 'anchor', this.rt.iface);
+    if (gasLimit === null) throw new DrisError('internal_error', 'no gas limit for an anchor');
+    this.lastGasLimit = gasLimit;
 
     const data = this.rt.iface.encodeFunctionData('anchor', args);
-    let receipt: TransactionReceipt;
     try {
-      receipt = await this.rt.sender.send(
-        { to: this.contractAddress, data, gasLimit: gasWithMargin(gas.value), batchSeq: request.batchSeq },
-        nonce.value,
-        fees.value,
-      );
+      const sent = await this.rt.sender.broadcast({ to: this.contractAddress, data, gasLimit, batchSeq: request.batchSeq }, nonce.value, fees.value);
+      this.unconfirmed.add(request.batchSeq);
+      return sent;
     } catch (err) {
       if (err instanceof NonceConflict) {
-        if (conflictRetries > 0) return this.anchorInOrder(request, conflictRetries - 1);
+        if (conflictRetries > 0) return this.sendInOrder(request, conflictRetries - 1);
         throw new DrisError('dependency_unavailable', 'another sender keeps using the anchorer nonce', { cause: err });
       }
       throw err;
     }
+  }
+
+  private async anchorReceipt(request: AnchorRequest, receipt: TransactionReceipt): Promise<AnchorReceipt> {
+    const args = [BigInt(request.batchSeq), `0x${request.merkleRoot}`, request.recordCount, request.batchId, request.manifestCid] as const;
+    const fn = this.contract.getFunction('anchor');
 
     if (receipt.status !== 1) {
       // Mined but reverted: another transaction changed the contract between simulation and
@@ -594,11 +643,12 @@ export class EthersChain implements Chain {
     }
   }
 
-  /** Refuses new work, ends the anchor in flight (its hashes are in the error), frees the provider. */
+  /** Refuses new work, ends the anchors in flight (their hashes are in the errors), frees the provider. */
   async close(): Promise<void> {
     if (this.rt.closed) return;
     this.rt.closed = true;
     await this.queue.idle();
+    await Promise.allSettled([...this.confirming]);
     this.rt.provider.destroy();
   }
 
@@ -618,4 +668,12 @@ function validateRequest(r: AnchorRequest): void {
     throw new DrisError('validation_failed', 'recordCount must fit in uint32');
   }
   if (r.batchId.length === 0 || r.manifestCid.length === 0) throw new DrisError('validation_failed', 'batchId and manifestCid must not be empty');
+}
+
+/** A bad_sequence refusal whose missing sequences are all anchors of this stream (`own`) not yet mined. */
+function behindOwnAnchors(e: DrisError, batchSeq: number, own: ReadonlySet<number>): boolean {
+  const expected = e.extra['expected'];
+  if (e.code !== 'invalid_state' || e.extra['reason'] !== 'bad_sequence' || typeof expected !== 'number' || expected >= batchSeq) return false;
+  for (let s = expected; s < batchSeq; s++) if (!own.has(s)) return false;
+  return true;
 }

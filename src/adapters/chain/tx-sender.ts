@@ -5,11 +5,12 @@ import type { Logger } from '../../util/logger.js';
 import { translateChainError } from './chain-errors.js';
 
 /**
- * One signer, one ordered stream of transactions. The caller serialises: a transaction is sent
- * only once the previous one is mined, so the nonce of the next one is known; fees follow the
- * EIP-1559 market with a floor; a transaction not mined within `replaceAfterMs` is re-signed with
- * the same nonce and fees raised by at least `feeBumpPercent`, and every signed version stays
- * tracked: whichever is mined is the one that counts.
+ * One signer, one ordered stream of transactions. The caller serialises the broadcasts, so nonces
+ * go out in order; several transactions may then await their confirmations at once, the stream
+ * knowing which nonces above the chain's mined count are its own. Fees follow the EIP-1559 market
+ * with a floor; a transaction not mined within `replaceAfterMs` is re-signed with the same nonce
+ * and fees raised by at least `feeBumpPercent`, and every signed version stays tracked: whichever
+ * is mined is the one that counts.
  */
 
 export interface Fees {
@@ -69,11 +70,25 @@ export class NonceConflict extends Error {
 
 type Outcome = 'accepted' | 'nonce_used' | 'underpriced';
 
+/** A broadcast transaction, awaiting its confirmations. */
+export interface SentTransaction {
+  readonly nonce: number;
+  /**
+   * Resolves once a version is mined with the configured confirmations (a reverted one at once,
+   * status 0). Throws NonceConflict when a transaction this stream did not send took the nonce,
+   * DrisError('timeout') past txTimeoutMs and 'dependency_unavailable' when the node stays
+   * unreachable; both carry the hashes sent, since one of them may still be mined later.
+   */
+  confirmed(): Promise<TransactionReceipt>;
+}
+
 const MIN_FEE_BUMP_PERCENT = 12.5;
 
 export class TxSender {
   private nextNonce: number | null = null;
   private lastMined: { readonly hash: string; readonly nonce: number } | null = null;
+  /** Nonces this stream broadcast whose confirmation is still awaited. */
+  private readonly unconfirmed = new Set<number>();
 
   constructor(private readonly o: TxSenderOptions) {
     if (!(o.feeBumpPercent >= MIN_FEE_BUMP_PERCENT)) throw new DrisError('config_invalid', `the fee bump must be at least ${MIN_FEE_BUMP_PERCENT} %`);
@@ -117,6 +132,10 @@ export class TxSender {
       this.nextNonce = chain;
       return chain;
     }
+    // The nonces between are this stream's own transactions, sent and not yet mined.
+    let own = true;
+    for (let n = chain; n < local && own; n++) own = this.unconfirmed.has(n);
+    if (own) return local;
     const last = this.lastMined;
     if (last !== null && (await this.o.provider.getTransactionReceipt(last.hash)) !== null) {
       // The node answering this call lags behind the one that mined our last transaction.
@@ -146,14 +165,17 @@ export class TxSender {
     return { maxFeePerGas: maxFee, maxPriorityFeePerGas: priority };
   }
 
-  /**
-   * Signs, broadcasts and follows one transaction until it is mined with the configured
-   * confirmations (a reverted one is returned at once, status 0). Throws NonceConflict when a
-   * transaction it did not send took the nonce, DrisError('timeout') past txTimeoutMs and
-   * 'dependency_unavailable' when the node stays unreachable; both carry the hashes sent, since
-   * one of them may still be mined later.
-   */
+  /** Broadcasts one transaction and follows it until it is confirmed: `broadcast` then `confirmed`. */
   async send(intent: TxIntent, nonce: number, initialFees: Fees): Promise<TransactionReceipt> {
+    return (await this.broadcast(intent, nonce, initialFees)).confirmed();
+  }
+
+  /**
+   * Signs and broadcasts one transaction (outbidding a pending one of an earlier run at its nonce);
+   * the next nonce of the stream is the following one from then on. Throws NonceConflict when a
+   * transaction it did not send already took the nonce.
+   */
+  async broadcast(intent: TxIntent, nonce: number, initialFees: Fees): Promise<SentTransaction> {
     const { provider } = this.o;
     const hashes: string[] = [];
     const started = Date.now();
@@ -226,61 +248,81 @@ export class TxSender {
       const e = translateChainError(err, 'sending a transaction');
       throw new DrisError(e.code, e.message, { cause: e.cause ?? err, extra: { ...e.extra, ...context() } });
     }
-
-    let delay = 20;
-    let unreachableSince: number | null = null;
-    let replaceNow = false;
-    for (;;) {
-      if (this.o.isClosed()) throw new DrisError('dependency_unavailable', 'the chain adapter was closed while a transaction was pending', { extra: context() });
-      try {
-        const receipts = await Promise.all(hashes.map((h) => provider.getTransactionReceipt(h)));
-        unreachableSince = null;
-        const mined = receipts.find((r): r is TransactionReceipt => r !== null);
-        if (mined !== undefined) {
-          if (mined.status !== 1) {
-            this.noteMined(mined.hash, nonce);
-            return mined;
+    const follow = async (): Promise<TransactionReceipt> => {
+      let delay = 20;
+      let unreachableSince: number | null = null;
+      let replaceNow = false;
+      for (;;) {
+        if (this.o.isClosed()) throw new DrisError('dependency_unavailable', 'the chain adapter was closed while a transaction was pending', { extra: context() });
+        try {
+          const receipts = await Promise.all(hashes.map((h) => provider.getTransactionReceipt(h)));
+          unreachableSince = null;
+          const mined = receipts.find((r): r is TransactionReceipt => r !== null);
+          if (mined !== undefined) {
+            if (mined.status !== 1) {
+              this.noteMined(mined.hash, nonce);
+              return mined;
+            }
+            // A receipt is its block's first confirmation: the head is read only when more are wanted.
+            const head = this.o.confirmations <= 1 ? mined.blockNumber : await provider.getBlockNumber();
+            if (head - mined.blockNumber + 1 >= this.o.confirmations) {
+              this.noteMined(mined.hash, nonce);
+              if (hashes.length > 1) this.o.logger.info({ txHash: mined.hash, versions: hashes.length, nonce }, 'one version of a replaced transaction was mined');
+              return mined;
+            }
+          } else if (replaceNow || Date.now() - lastSubmitAt >= this.o.replaceAfterMs) {
+            replaceNow = false;
+            const chainNonce = await provider.getTransactionCount(this.address, 'latest');
+            if (chainNonce > nonce) {
+              // The nonce was mined: by one of ours (its receipt shows on the next poll) or by another sender.
+              const again = await Promise.all(hashes.map((h) => provider.getTransactionReceipt(h)));
+              if (again.every((r) => r === null)) throw new NonceConflict(`nonce ${nonce} was used by another transaction`);
+            } else if (attempt < this.o.maxReplacements) {
+              const o = await replace();
+              // Underpriced against a version of ours: the node's fee view moved; bump again next round.
+              if (o === 'underpriced') replaceNow = true;
+              delay = 20;
+            }
           }
-          const head = await provider.getBlockNumber();
-          if (head - mined.blockNumber + 1 >= this.o.confirmations) {
-            this.noteMined(mined.hash, nonce);
-            if (hashes.length > 1) this.o.logger.info({ txHash: mined.hash, versions: hashes.length, nonce }, 'one version of a replaced transaction was mined');
-            return mined;
-          }
-        } else if (replaceNow || Date.now() - lastSubmitAt >= this.o.replaceAfterMs) {
-          replaceNow = false;
-          const chainNonce = await provider.getTransactionCount(this.address, 'latest');
-          if (chainNonce > nonce) {
-            // The nonce was mined: by one of ours (its receipt shows on the next poll) or by another sender.
-            const again = await Promise.all(hashes.map((h) => provider.getTransactionReceipt(h)));
-            if (again.every((r) => r === null)) throw new NonceConflict(`nonce ${nonce} was used by another transaction`);
-          } else if (attempt < this.o.maxReplacements) {
-            const o = await replace();
-            // Underpriced against a version of ours: the node's fee view moved; bump again next round.
-            if (o === 'underpriced') replaceNow = true;
-            delay = 20;
+        } catch (err) {
+          if (err instanceof NonceConflict) throw err;
+          const e = translateChainError(err, 'waiting for a transaction');
+          if (e.code !== 'dependency_unavailable' && e.code !== 'timeout') throw e;
+          unreachableSince ??= Date.now();
+          if (Date.now() - unreachableSince >= this.o.unreachableAfterMs) {
+            throw new DrisError('dependency_unavailable', 'the chain node became unreachable while a transaction was pending', { cause: err, extra: context() });
           }
         }
-      } catch (err) {
-        if (err instanceof NonceConflict) throw err;
-        const e = translateChainError(err, 'waiting for a transaction');
-        if (e.code !== 'dependency_unavailable' && e.code !== 'timeout') throw e;
-        unreachableSince ??= Date.now();
-        if (Date.now() - unreachableSince >= this.o.unreachableAfterMs) {
-          throw new DrisError('dependency_unavailable', 'the chain node became unreachable while a transaction was pending', { cause: err, extra: context() });
+        if (Date.now() - started >= this.o.txTimeoutMs) {
+          throw new DrisError('timeout', `the transaction was not confirmed within ${this.o.txTimeoutMs} ms`, { extra: context() });
         }
+        await sleep(delay);
+        delay = Math.min(delay * 2, this.o.pollIntervalMs);
       }
-      if (Date.now() - started >= this.o.txTimeoutMs) {
-        throw new DrisError('timeout', `the transaction was not confirmed within ${this.o.txTimeoutMs} ms`, { extra: context() });
-      }
-      await sleep(delay);
-      delay = Math.min(delay * 2, this.o.pollIntervalMs);
-    }
+    };
+    this.nextNonce = Math.max(this.nextNonce ?? 0, nonce + 1);
+    this.unconfirmed.add(nonce);
+    let waiting: Promise<TransactionReceipt> | null = null;
+    return {
+      nonce,
+      confirmed: () => {
+        waiting ??= follow()
+          .catch((err: unknown) => {
+            // Not mined (as far as is known): the nonce is free again for the next transaction,
+            // which then replaces this one if it is still pending somewhere.
+            this.nextNonce = Math.min(this.nextNonce ?? nonce, nonce);
+            throw err;
+          })
+          .finally(() => this.unconfirmed.delete(nonce));
+        return waiting;
+      },
+    };
   }
 
   private noteMined(hash: string, nonce: number): void {
     this.lastMined = { hash, nonce };
-    this.nextNonce = nonce + 1;
+    // Transactions sent after this one keep their nonces.
+    this.nextNonce = Math.max(this.nextNonce ?? 0, nonce + 1);
   }
 }
 

@@ -2,15 +2,23 @@ import { DrisError } from '../../errors/dris-error.js';
 import type { FormedBatch } from '../../domain/pipeline/batch-formation.js';
 import type { PipelineStore, RecordTrace, SnapshotQuery } from '../../domain/pipeline/ports.js';
 import type { Batch, BatchStatus, LifecycleEntry, Snapshot, SnapshotStatus } from '../../domain/pipeline/types.js';
-import { dateTime64Text, toPendingRecord, encodeCursor, decodeCursor } from './clickhouse-record-index.js';
-import { databaseIdentifier, MAX_PAGE_LIMIT } from './sql.js';
+import { dateTime64Text, encodeCursor, decodeCursor } from './clickhouse-record-index.js';
+import { databaseIdentifier, MAX_PAGE_LIMIT, recordsWithLeaves } from './sql.js';
 import type { SqlRunner } from './sql-runner.js';
 
 /**
  * The pipeline's state in ClickHouse, on the same engine as the hot index. Rows are replaced
  * whole with a higher version (ReplacingMergeTree) and read with FINAL; lifecycle entries are
- * appended with a deterministic id, so a retried write lists once.
+ * appended with a deterministic id, so a retried write lists once. A record's leaf goes to the
+ * narrow record_leaves table; the record row itself is the indexer's and is never rewritten.
+ *
+ * Reads that select batches by a column that changes (status) find the ids on the narrow columns
+ * first and only then read those rows whole: a batch row carries its leaves and ingest ids (tens of
+ * KiB), and FINAL would otherwise read them for every batch ever formed.
  */
+
+/** Clock skew allowed between the process that accepted a record and the one that batched it. */
+const BATCHED_AFTER_ACCEPTED_MARGIN_MS = 3_600_000;
 
 type Int64Out = number | string;
 
@@ -180,34 +188,57 @@ export class ClickHousePipelineStore implements PipelineStore {
     }));
   }
 
-  async saveFormedBatch(f: FormedBatch): Promise<void> {
-    const assign = new Map(f.assignments.map((a) => [a.ingestId, a]));
-    // Records carry their place in the tree; the batch row, written last, is the commit marker.
-    const rowVersion = 2 + this.#version();
-    const records = f.records.map((r) => {
-      const a = assign.get(r.ingestId);
-      if (a === undefined) throw new DrisError('internal_error', 'record without leaf assignment');
-      const { row } = toPendingRecord(r);
-      return { ...row, snapshot_id: a.snapshotId, batch_id: a.batchId, leaf_index: a.leafIndex, tree_size: a.treeSize, merkle_proof: [...a.proof], status: 'Batched', row_version: rowVersion };
-    });
-    await this.runner.insertJsonEachRow(`${this.#db}.records`, records);
-    await this.runner.insertJsonEachRow(`${this.#db}.snapshots`, f.snapshots.map((s) => this.#snapshotRow(s)));
-    await this.runner.insertJsonEachRow(`${this.#db}.snapshot_lifecycle`, this.#lifecycleRows(f.lifecycle));
-    await this.runner.insertJsonEachRow(`${this.#db}.batches`, [this.#batchRow(f.batch)]);
+  saveFormedBatch(f: FormedBatch): Promise<void> {
+    return this.saveFormedBatches([f]);
   }
 
-  async batchedIngestIds(ingestIds: readonly string[]): Promise<Set<string>> {
+  async saveFormedBatches(formed: readonly FormedBatch[]): Promise<void> {
+    if (formed.length === 0) return;
+    const version = this.#version();
+    const leaves = formed.flatMap((f) =>
+      f.assignments.map((a) => ({
+        tenant_id: a.tenantId,
+        ingest_id: a.ingestId,
+        snapshot_id: a.snapshotId,
+        batch_id: a.batchId,
+        leaf_index: a.leafIndex,
+        tree_size: a.treeSize,
+        merkle_proof: a.proof,
+        version,
+      })),
+    );
+    // One insert per table for all the batches; the batch rows, written last, are the commit marker.
+    await Promise.all([
+      this.runner.insertJsonEachRow(`${this.#db}.record_leaves`, leaves),
+      this.runner.insertJsonEachRow(`${this.#db}.snapshots`, formed.flatMap((f) => f.snapshots.map((s) => this.#snapshotRow(s)))),
+      this.runner.insertJsonEachRow(`${this.#db}.snapshot_lifecycle`, this.#lifecycleRows(formed.flatMap((f) => f.lifecycle))),
+    ]);
+    await this.runner.insertJsonEachRow(`${this.#db}.batches`, formed.map((f) => this.#batchRow(f.batch)));
+  }
+
+  async batchedIngestIds(ingestIds: readonly string[], acceptedSinceMs: number): Promise<Set<string>> {
     if (ingestIds.length === 0) return new Set();
+    // Any version of a batch row lists its ingest ids (they never change), so no FINAL; and a batch
+    // is formed after its records were accepted, so older batches are not read past created_at.
     const rows = await this.runner.query<{ id: string }>(
-      `SELECT id FROM (SELECT arrayJoin(ingest_ids) AS id FROM ${this.#db}.batches FINAL WHERE hasAny(ingest_ids, {ids:Array(String)})) WHERE id IN {ids:Array(String)}`,
-      { ids: ingestIds },
+      `SELECT DISTINCT id FROM
+       (
+           SELECT arrayJoin(ingest_ids) AS id FROM ${this.#db}.batches
+           PREWHERE created_at >= fromUnixTimestamp64Milli({sinceMs:Int64}, 'UTC')
+           WHERE hasAny(ingest_ids, {ids:Array(String)})
+       )
+       WHERE id IN {ids:Array(String)}`,
+      { ids: ingestIds, sinceMs: Math.max(0, Math.trunc(acceptedSinceMs) - BATCHED_AFTER_ACCEPTED_MARGIN_MS) },
     );
     return new Set(rows.map((r) => r.id));
   }
 
   async batchesByStatus(status: BatchStatus, limit: number): Promise<Batch[]> {
     const rows = await this.runner.query<BatchRow>(
-      `SELECT ${BATCH_COLUMNS} FROM ${this.#db}.batches FINAL WHERE status = {status:String} ORDER BY created_at, batch_id LIMIT {limit:UInt32}`,
+      `SELECT ${BATCH_COLUMNS} FROM ${this.#db}.batches FINAL
+       WHERE batch_id IN (SELECT batch_id FROM ${this.#db}.batches FINAL WHERE status = {status:String} ORDER BY created_at, batch_id LIMIT {limit:UInt32})
+         AND status = {status:String}
+       ORDER BY created_at, batch_id`,
       { status, limit },
     );
     return rows.map(toBatch);
@@ -215,7 +246,9 @@ export class ClickHousePipelineStore implements PipelineStore {
 
   async latestAnchoredBatch(): Promise<Batch | null> {
     const rows = await this.runner.query<BatchRow>(
-      `SELECT ${BATCH_COLUMNS} FROM ${this.#db}.batches FINAL WHERE status = 'Anchored' ORDER BY batch_seq DESC LIMIT 1`,
+      `SELECT ${BATCH_COLUMNS} FROM ${this.#db}.batches FINAL
+       WHERE batch_id IN (SELECT batch_id FROM ${this.#db}.batches FINAL WHERE status = 'Anchored' ORDER BY batch_seq DESC LIMIT 1)
+         AND status = 'Anchored'`,
     );
     return rows[0] === undefined ? null : toBatch(rows[0]);
   }
@@ -226,20 +259,28 @@ export class ClickHousePipelineStore implements PipelineStore {
   }
 
   async putBatch(batch: Batch): Promise<void> {
-    await this.runner.insertJsonEachRow(`${this.#db}.batches`, [this.#batchRow(batch)]);
+    await this.putBatches([batch]);
+  }
+
+  async putBatches(batches: readonly Batch[]): Promise<void> {
+    await this.runner.insertJsonEachRow(`${this.#db}.batches`, batches.map((b) => this.#batchRow(b)));
   }
 
   async snapshotsOfBatch(batchId: string): Promise<Snapshot[]> {
+    // A snapshot never changes batch, so every version of its row passes the batch_id skip index.
     const rows = await this.runner.query<SnapshotRow>(
-      `SELECT ${SNAPSHOT_COLUMNS} FROM ${this.#db}.snapshots FINAL WHERE batch_id = {batchId:String} ORDER BY tenant_id`,
+      `SELECT ${SNAPSHOT_COLUMNS} FROM ${this.#db}.snapshots FINAL WHERE batch_id = {batchId:String} ORDER BY tenant_id
+       SETTINGS use_skip_indexes_if_final = 1`,
       { batchId },
     );
     return rows.map(toSnapshot);
   }
 
   async putSnapshots(snapshots: readonly Snapshot[], lifecycle: readonly LifecycleEntry[]): Promise<void> {
-    if (snapshots.length > 0) await this.runner.insertJsonEachRow(`${this.#db}.snapshots`, snapshots.map((s) => this.#snapshotRow(s)));
-    if (lifecycle.length > 0) await this.runner.insertJsonEachRow(`${this.#db}.snapshot_lifecycle`, this.#lifecycleRows(lifecycle));
+    await Promise.all([
+      this.runner.insertJsonEachRow(`${this.#db}.snapshots`, snapshots.map((s) => this.#snapshotRow(s))),
+      this.runner.insertJsonEachRow(`${this.#db}.snapshot_lifecycle`, this.#lifecycleRows(lifecycle)),
+    ]);
   }
 
   async getSnapshot(tenantId: string, snapshotId: string): Promise<Snapshot | null> {
@@ -273,8 +314,14 @@ export class ClickHousePipelineStore implements PipelineStore {
       params['afterMs'] = after[0];
       params['afterId'] = after[1];
     }
+    // The page's ids first, on the narrow columns: FINAL would otherwise read the record and
+    // ingest id arrays of every snapshot of the tenant for one page.
+    const filter = where.join(' AND ');
     const rows = await this.runner.query<SnapshotRow>(
-      `SELECT ${SNAPSHOT_COLUMNS} FROM ${this.#db}.snapshots FINAL WHERE ${where.join(' AND ')} ORDER BY created_at, snapshot_id LIMIT {limit:UInt32}`,
+      `SELECT ${SNAPSHOT_COLUMNS} FROM ${this.#db}.snapshots FINAL
+       WHERE snapshot_id IN (SELECT snapshot_id FROM ${this.#db}.snapshots FINAL WHERE ${filter} ORDER BY created_at, snapshot_id LIMIT {limit:UInt32})
+         AND ${filter}
+       ORDER BY created_at, snapshot_id LIMIT {limit:UInt32}`,
       params,
     );
     const items = rows.slice(0, limit).map(toSnapshot);
@@ -319,10 +366,15 @@ export class ClickHousePipelineStore implements PipelineStore {
       tree_size: number | null;
       merkle_proof: string[];
     }>(
-      `SELECT ingest_id, tenant_id, database, collection, record_id, record_version, record_hash,
-              toUnixTimestamp64Milli(accepted_at) AS accepted_at_ms, toUnixTimestamp64Milli(indexed_at) AS indexed_at_ms,
-              snapshot_id, batch_id, leaf_index, tree_size, merkle_proof
-       FROM ${this.#db}.records FINAL WHERE ${where.join(' AND ')} ORDER BY accepted_at, ingest_id LIMIT 1000`,
+      recordsWithLeaves(this.#db, {
+        columns: `ingest_id, tenant_id, database, collection, record_id, record_version, record_hash,
+              toUnixTimestamp64Milli(accepted_at) AS accepted_at_ms, toUnixTimestamp64Milli(indexed_at) AS indexed_at_ms`,
+        where: where.join(' AND '),
+        order: 'accepted_at, ingest_id',
+        resultOrder: 'accepted_at_ms, ingest_id',
+        limit: '1000',
+        proofs: true,
+      }),
       params,
     );
     return rows.map((r) => ({

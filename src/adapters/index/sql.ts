@@ -13,17 +13,13 @@
  *     acceptedAt and ingestId (they are fixed at acceptance), so even a lost race between two
  *     indexers collapses into one row at merge time and FINAL hides the second one before that.
  *     The indexer's look-up of existing ingest ids keeps the stored row count exact as well.
- *   - Lifecycle columns (snapshot_id, batch_id, leaf_index, tree_size, merkle_proof, status,
- *     chain_tx_hash) are written by re-inserting the whole row with a higher row_version; the
- *     highest version wins. Versions: 1 at ingestion (ROW_VERSION_INGESTED); the pipeline's batch
- *     assignment writes a higher one. It can do so without the row passing through JS:
- *       INSERT INTO records SELECT * REPLACE (... AS snapshot_id, ..., <v> AS row_version)
- *       FROM records FINAL WHERE tenant_id = ... AND ingest_id IN ...
- *     One flush is one batch (DECISIONS), so snapshot, batch, leaf index and proof are all known
- *     at once and a record is rewritten once in its life. The snapshot's later transitions
- *     (Batched, Anchored, Failed) belong in a `snapshots` table keyed by snapshot_id and joined at
- *     read time: rewriting 1000 record rows per snapshot transition would multiply writes. The
- *     `status` and `chain_tx_hash` columns here hold the values as of the record's last rewrite.
+ *   - A record row is written once, by the indexer (row_version 1, ROW_VERSION_INGESTED). Its
+ *     place in a batch (snapshot_id, batch_id, leaf_index, tree_size, merkle_proof) is stored in
+ *     record_leaves (below) and joined at read time (`recordsWithLeaves`). Before migration 9 the
+ *     pipeline rewrote the whole row, payload included, with a higher row_version to add those
+ *     columns; rows written so keep them here, and reads take them when record_leaves has no row.
+ *     The snapshot's transitions (Batched, Anchored, Failed) live in `snapshots`, joined at read
+ *     time; the `status` and `chain_tx_hash` columns here hold the values of such an old rewrite.
  *   - Bloom-filter skip indexes serve the look-ups that are not key prefixes: record_id (verify
  *     and timeline by record), snapshot_id and batch_id (filters, proofs), record_hash and
  *     payload_hash (verify by hash), ingest_id (idempotency checks over wide time ranges).
@@ -52,6 +48,13 @@
  * snapshot_lifecycle (append-only), verifications (append-only history of verification attempts,
  * ORDER BY (tenant_id, at, verification_id) like the audit trail) and retrieval_policies (one JSON
  * policy per tenant, replaced whole).
+ *
+ * record_leaves (migration 9; ReplacingMergeTree(version), ORDER BY (tenant_id, ingest_id)): one
+ *   narrow row per batched record, written with its batch (before the batch row, the commit
+ *   marker). A record keeps its leaf for life; a second version exists only when a batch write
+ *   failed part-way and its records were formed into another batch, and the later write wins.
+ *   ingest ids sort by acceptance time, so this order follows the records table's and a page of
+ *   records finds its leaves by key.
  */
 
 /** The version an indexer writes; every later rewrite of a record row uses a higher one. */
@@ -305,18 +308,95 @@ ENGINE = ReplacingMergeTree(updated_at)
 ORDER BY tenant_id
 SETTINGS fsync_after_insert = 1, fsync_part_directory = 1`,
     },
+    {
+      version: 9,
+      name: 'create record_leaves',
+      sql: `CREATE TABLE IF NOT EXISTS ${db}.record_leaves
+(
+    tenant_id    LowCardinality(String),
+    ingest_id    String,
+    snapshot_id  String,
+    batch_id     String,
+    leaf_index   UInt32,
+    tree_size    UInt32,
+    merkle_proof Array(String) CODEC(ZSTD(3)),
+    version      UInt64
+)
+ENGINE = ReplacingMergeTree(version)
+ORDER BY (tenant_id, ingest_id)
+SETTINGS fsync_after_insert = 1, fsync_part_directory = 1`,
+    },
   ];
 }
 
 /** Table names qualified with the database, for inserts. */
-export function tables(db: string): { records: string; apiKeys: string; auditEvents: string; schemaMigrations: string; snapshots: string } {
+export function tables(db: string): { records: string; recordLeaves: string; apiKeys: string; auditEvents: string; schemaMigrations: string; snapshots: string } {
   return {
     records: `${db}.records`,
+    recordLeaves: `${db}.record_leaves`,
     snapshots: `${db}.snapshots`,
     apiKeys: `${db}.api_keys`,
     auditEvents: `${db}.audit_events`,
     schemaMigrations: `${db}.schema_migrations`,
   };
+}
+
+/** A read of record rows with their leaf assignments (`recordsWithLeaves`). */
+export interface RecordsWithLeavesQuery {
+  /** Record columns returned, neither the leaf columns nor `leaf_stored`; tenant_id and ingest_id among them. */
+  readonly columns: string;
+  /** Predicate on records, with the caller's parameters. */
+  readonly where: string;
+  /** Sorting of the records read (their columns), e.g. `accepted_at, ingest_id`. */
+  readonly order: string;
+  /** Sorting of the result (returned columns). */
+  readonly resultOrder: string;
+  /** LIMIT of the records read, e.g. `{limit:UInt32}`. */
+  readonly limit?: string;
+  /** SETTINGS of the read of records. */
+  readonly settings?: string;
+  /** Whether leaf_index, tree_size and merkle_proof are returned too (snapshot_id and batch_id always are). */
+  readonly proofs: boolean;
+}
+
+const LEAF_COLUMNS = ['snapshot_id', 'batch_id', 'leaf_index', 'tree_size', 'merkle_proof'] as const;
+
+/**
+ * Record rows with their place in a batch: the row from records (FINAL), its leaf from
+ * record_leaves, or, for a row rewritten with its leaf before record_leaves existed, the row's own
+ * leaf columns. Returns `columns`, then `leaf_stored` (the leaf came from record_leaves) and the
+ * leaf columns under their usual names (NULL / [] for a record in no batch).
+ *
+ * The leaves are read by key for the records the predicate selects (the same predicate, read
+ * without FINAL and deduplicated, so no row version is needed for it), never for the whole tenant.
+ */
+export function recordsWithLeaves(db: string, q: RecordsWithLeavesQuery): string {
+  const leaf = q.proofs ? LEAF_COLUMNS : LEAF_COLUMNS.slice(0, 2);
+  const limit = q.limit === undefined ? '' : `\n    LIMIT ${q.limit}`;
+  const settings = q.settings === undefined ? '' : `\n    SETTINGS ${q.settings}`;
+  return `SELECT p.* EXCEPT (${leaf.map((c) => `r_${c}`).join(', ')}),
+       l.l_batch_id != '' AS leaf_stored,
+       ${leaf.map((c) => `if(l.l_batch_id = '', p.r_${c}, l.l_${c}) AS ${c}`).join(',\n       ')}
+FROM
+(
+    SELECT ${q.columns}, ${leaf.map((c) => `${c} AS r_${c}`).join(', ')}
+    FROM ${db}.records FINAL
+    WHERE ${q.where}
+    ORDER BY ${q.order}${limit}${settings}
+) AS p
+LEFT ANY JOIN
+(
+    SELECT tenant_id AS l_tenant_id, ingest_id AS l_ingest_id, ${leaf.map((c) => `${c} AS l_${c}`).join(', ')}
+    FROM ${db}.record_leaves FINAL
+    WHERE (tenant_id, ingest_id) IN
+    (
+        SELECT tenant_id, ingest_id FROM ${db}.records
+        WHERE ${q.where}
+        ORDER BY ${q.order}
+        LIMIT 1 BY tenant_id, ingest_id${limit}
+    )
+) AS l ON p.tenant_id = l.l_tenant_id AND p.ingest_id = l.l_ingest_id
+ORDER BY ${q.resultOrder}`;
 }
 
 /** Filters a records query may carry; each adds one fixed predicate with its own parameter. */
@@ -369,7 +449,7 @@ export interface IndexSql {
 /** The summary columns of a record row, its own status and transaction renamed for the join. */
 const RECORD_ROW_COLUMNS = `ingest_id, tenant_id, client_id, database, collection, record_id, record_version,
        operation_type, source_timestamp, toUnixTimestamp64Milli(accepted_at) AS accepted_at_ms,
-       payload_hash, record_hash, salt, hash_scheme, status AS row_status, snapshot_id, batch_id, chain_tx_hash AS row_tx`;
+       payload_hash, record_hash, salt, hash_scheme, status AS row_status, chain_tx_hash AS row_tx`;
 
 const API_KEY_COLUMNS = `key_id, tenant_id, client_id, level, secret_hash,
        toUnixTimestamp64Milli(created_at) AS created_at_ms,
@@ -402,7 +482,14 @@ WHERE tenant_id IN {tenants:Array(String)}
       if (f.database) where.push('database = {database:String}');
       if (f.collection) where.push('collection = {collection:String}');
       if (f.recordId) where.push('record_id = {recordId:String}');
-      if (f.snapshotId) where.push('snapshot_id = {snapshotId:String}');
+      if (f.snapshotId) {
+        // The snapshot's records by key: its ingest ids, those whose leaf names it, or (rows
+        // rewritten with their leaf before record_leaves) the row's own column.
+        where.push(`(snapshot_id = {snapshotId:String} OR (tenant_id, ingest_id) IN (
+        SELECT tenant_id, ingest_id FROM ${t.recordLeaves} FINAL
+        WHERE (tenant_id, ingest_id) IN (SELECT tenant_id, arrayJoin(ingest_ids) FROM ${t.snapshots} FINAL WHERE tenant_id = {tenantId:String} AND snapshot_id = {snapshotId:String})
+          AND snapshot_id = {snapshotId:String}))`);
+      }
       if (f.from) where.push(`accepted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')`);
       if (f.to) where.push(`accepted_at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')`);
       if (f.cursor) {
@@ -412,22 +499,27 @@ WHERE tenant_id IN {tenants:Array(String)}
           `(accepted_at > fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC') OR ingest_id > {afterId:String})`,
         );
       }
-      // A record row holds its status as of its last rewrite (batch formation); the snapshot's
-      // later transitions (Anchored, Failed) and its transaction live in snapshots, joined here.
+      // The snapshot's transitions (Anchored, Failed) and its transaction live in snapshots,
+      // joined here; a record with a leaf and no snapshot row yet is Batched (a row rewritten
+      // before record_leaves holds that status itself).
+      const page = recordsWithLeaves(db, {
+        columns: RECORD_ROW_COLUMNS,
+        where: where.join('\n      AND '),
+        order: 'accepted_at, ingest_id',
+        resultOrder: 'accepted_at_ms, ingest_id',
+        limit: '{limit:UInt32}',
+        proofs: false,
+      });
       return `SELECT r.ingest_id AS ingest_id, r.tenant_id AS tenant_id, r.client_id AS client_id, r.database AS database,
        r.collection AS collection, r.record_id AS record_id, r.record_version AS record_version,
        r.operation_type AS operation_type, r.source_timestamp AS source_timestamp, r.accepted_at_ms AS accepted_at_ms,
        r.payload_hash AS payload_hash, r.record_hash AS record_hash, r.salt AS salt, r.hash_scheme AS hash_scheme,
-       if(r.snapshot_id IS NULL, 'Ingested', if(empty(s.snap_status), r.row_status, s.snap_status)) AS status,
+       if(r.snapshot_id IS NULL, 'Ingested', if(empty(s.snap_status), if(r.leaf_stored, 'Batched', r.row_status), s.snap_status)) AS status,
        r.snapshot_id AS snapshot_id, r.batch_id AS batch_id,
        if(s.snap_tx IS NULL, r.row_tx, s.snap_tx) AS chain_tx_hash
 FROM
 (
-    SELECT ${RECORD_ROW_COLUMNS}
-    FROM ${t.records} FINAL
-    WHERE ${where.join('\n      AND ')}
-    ORDER BY accepted_at, ingest_id
-    LIMIT {limit:UInt32}
+${page}
 ) AS r
 LEFT JOIN
 (

@@ -15,6 +15,7 @@ import {
   isIdentity,
   isVerifiableHash,
   linksOf,
+  manifestCid,
   parseCid,
   translateReadError,
 } from './unixfs.js';
@@ -51,8 +52,12 @@ interface Block {
 export class EmbeddedPinner implements Pinner {
   private readonly log: Logger;
   private readonly sharding = new NextToLast();
-  /** Adds run one at a time: blockstore-fs writes each block through one fixed temporary name. */
-  private addChain: Promise<unknown> = Promise.resolve();
+  /**
+   * Adds run concurrently, each block file written and synced by one at a time: blockstore-fs
+   * writes a block through one fixed temporary name beside it.
+   */
+  private readonly writing = new Map<string, Promise<unknown>>();
+  private readonly adding = new Set<Promise<unknown>>();
   private closed = false;
 
   private constructor(
@@ -75,9 +80,15 @@ export class EmbeddedPinner implements Pinner {
   }
 
   add(bytes: Uint8Array): Promise<string> {
-    const run = this.addChain.then(() => this.addNow(bytes));
-    this.addChain = run.catch(() => undefined);
+    const run = this.addNow(bytes);
+    const settled = run.catch(() => undefined);
+    this.adding.add(settled);
+    void settled.then(() => this.adding.delete(settled));
     return run;
+  }
+
+  cidOf(bytes: Uint8Array): Promise<string> {
+    return manifestCid(bytes);
   }
 
   async cat(cid: string, options: { readonly timeoutMs?: number } = {}): Promise<Uint8Array> {
@@ -155,7 +166,7 @@ export class EmbeddedPinner implements Pinner {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.addChain;
+    await Promise.all([...this.adding]);
     await this.store.close();
   }
 
@@ -167,20 +178,35 @@ export class EmbeddedPinner implements Pinner {
         put: async (key, value, options) => {
           const block = await collect(value);
           const file = this.blockPath(key);
-          if (await this.holdsIntact(key, file)) return key;
-          await this.store.put(key, block, options);
-          await fsyncPath(file);
+          // A block another add wrote is synced here too: this add answers only for durable blocks.
+          await this.exclusive(file, async () => {
+            if (!(await this.holdsIntact(key, file))) await this.store.put(key, block, options);
+            await fsyncPath(file);
+          });
           touchedDirs.add(path.dirname(file));
           return key;
         },
       });
       // The renames that put the blocks in place are durable only once their directories are synced.
-      for (const dir of touchedDirs) await fsyncPath(dir);
+      await Promise.all([...touchedDirs].map((dir) => fsyncPath(dir)));
       if (touchedDirs.size > 0) await fsyncPath(this.store.path);
       return cid.toString();
     } catch (err) {
       if (err instanceof DrisError) throw err;
       throw new DrisError('dependency_unavailable', 'writing to the IPFS block store failed', { cause: err });
+    }
+  }
+
+  /** Runs `task` once the writes of `file` queued before it have ended. */
+  private async exclusive(file: string, task: () => Promise<void>): Promise<void> {
+    const before = this.writing.get(file) ?? Promise.resolve();
+    const run = before.then(task);
+    const settled = run.catch(() => undefined);
+    this.writing.set(file, settled);
+    try {
+      await run;
+    } finally {
+      if (this.writing.get(file) === settled) this.writing.delete(file);
     }
   }
 

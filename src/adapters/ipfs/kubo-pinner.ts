@@ -3,7 +3,7 @@ import type { CID } from 'multiformats/cid';
 import { DrisError, isDrisError } from '../../errors/dris-error.js';
 import type { Pinner } from '../../domain/pipeline/ports.js';
 import { componentLogger, type Logger } from '../../util/logger.js';
-import { CHUNK_SIZE_BYTES, blockMatches, catVerified, importManifestBytes, isIdentity, isVerifiableHash, parseCid, translateReadError } from './unixfs.js';
+import { CHUNK_SIZE_BYTES, blockMatches, catVerified, importManifestBytes, isIdentity, isVerifiableHash, manifestCid, parseCid, translateReadError } from './unixfs.js';
 
 export interface KuboPinnerOptions {
   /** Kubo RPC endpoint (IPFS_API_URL), e.g. `http://127.0.0.1:5001`. */
@@ -43,6 +43,10 @@ export class KuboPinner implements Pinner {
     this.timeoutMs = options.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.offlineReads = options.offlineReads ?? true;
     this.log = options.logger ?? componentLogger('ipfs-kubo');
+  }
+
+  cidOf(bytes: Uint8Array): Promise<string> {
+    return manifestCid(bytes);
   }
 
   async add(bytes: Uint8Array): Promise<string> {

@@ -36,6 +36,11 @@ export async function importManifestBytes(bytes: Uint8Array, store: WritableStor
   return result.cid;
 }
 
+/** The root CID `importManifestBytes` gives these bytes, text form, computed without a store. */
+export async function manifestCid(bytes: Uint8Array): Promise<string> {
+  return (await importManifestBytes(bytes, { put: (key) => Promise.resolve(key) })).toString();
+}
+
 /** A CID from its text form; DrisError('validation_failed') when it is not one. */
 export function parseCid(text: string): CID {
   try {

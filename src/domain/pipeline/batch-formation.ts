@@ -1,5 +1,5 @@
 import type { HashingBackend } from '../hashing/port.js';
-import { proofAt, type FlatProofs } from '../hashing/merkle.js';
+import { HASH_LEN, type FlatProofs } from '../hashing/merkle.js';
 import type { AcceptedRecord } from '../records/types.js';
 import type { Batch, LeafAssignment, LifecycleEntry, Manifest, PreviousBatch, Snapshot } from './types.js';
 
@@ -35,6 +35,7 @@ export function formBatch(records: readonly AcceptedRecord[], hashing: HashingBa
   const batchId = `b_${hashing.sha256Hex(Buffer.from(ids.join('\n'), 'utf8')).slice(0, 32)}`;
   const leaves = ordered.map((r) => Buffer.from(r.recordHash, 'hex'));
   const proofs = hashing.allProofs(leaves);
+  const proofHex = hex(proofs.hashes);
   const merkleRoot = hex(proofs.root);
   const treeSize = ordered.length;
 
@@ -71,7 +72,7 @@ export function formBatch(records: readonly AcceptedRecord[], hashing: HashingBa
     });
     g.records.forEach((r, k) => {
       const leafIndex = g.first + k;
-      assignments.push({ ingestId: r.ingestId, tenantId, snapshotId, batchId, leafIndex, treeSize, proof: proofsOf(proofs, leafIndex) });
+      assignments.push({ ingestId: r.ingestId, tenantId, snapshotId, batchId, leafIndex, treeSize, proof: proofOf(proofs, proofHex, leafIndex) });
     });
     const firstAccepted = Math.min(...g.records.map((r) => Date.parse(r.acceptedAt)));
     lifecycle.push(
@@ -103,8 +104,15 @@ export function formBatch(records: readonly AcceptedRecord[], hashing: HashingBa
   return { batch, snapshots, assignments, lifecycle, records: ordered };
 }
 
-function proofsOf(proofs: FlatProofs, index: number): string[] {
-  return proofAt(proofs, index).map(hex);
+/** The audit path of a leaf as hex, cut from the hex of all paths (one conversion per batch, not per hash). */
+function proofOf(proofs: FlatProofs, allHex: string, index: number): string[] {
+  const from = proofs.offsets[index];
+  const to = proofs.offsets[index + 1];
+  if (from === undefined || to === undefined) throw new RangeError(`leaf index ${index} outside 0..${proofs.treeSize - 1}`);
+  const width = HASH_LEN * 2;
+  const out: string[] = [];
+  for (let k = from; k < to; k++) out.push(allHex.slice(k * width, (k + 1) * width));
+  return out;
 }
 
 export function buildManifest(batch: Batch, batchSeq: number, previous: PreviousBatch | null): Manifest {

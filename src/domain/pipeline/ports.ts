@@ -13,6 +13,8 @@ export interface Pinner {
    * CID (base32 text). The same bytes give the same CID on every adapter.
    */
   add(bytes: Uint8Array): Promise<string>;
+  /** The CID `add` gives these bytes, computed here: nothing is stored or sent. */
+  cidOf(bytes: Uint8Array): Promise<string>;
   /** The whole content of a CID, verified against it; DrisError('not_found') when absent. */
   cat(cid: string, options?: { readonly timeoutMs?: number }): Promise<Uint8Array>;
   check(): Promise<void>;
@@ -68,6 +70,8 @@ export interface Chain {
    * Submits the anchor and resolves once it has the configured confirmations. Throws
    * DrisError('invalid_state') when the contract refuses the sequence or the root (a stale
    * leader, or already anchored), 'dependency_unavailable' / 'timeout' when the node is unreachable.
+   * Calls may overlap: anchors are sent in call order, so sequence n+1 may be sent before n is
+   * confirmed; if n then fails, n+1 is refused (before it is sent, or as a reverted transaction).
    */
   anchor(request: AnchorRequest): Promise<AnchorReceipt>;
   /** The anchor stored for a root, read from the contract now; null when none. */
@@ -118,15 +122,25 @@ export interface RecordTrace {
 
 /** Durable state of the pipeline: batches, snapshots, lifecycle and records' leaf assignments. */
 export interface PipelineStore {
-  /** Writes a formed batch; idempotent (the same batch written twice is stored once). */
-  saveFormedBatch(formed: FormedBatch): Promise<void>;
-  /** Which of these ingestIds already belong to a stored batch. */
-  batchedIngestIds(ingestIds: readonly string[]): Promise<Set<string>>;
+  /**
+   * Writes formed batches: leaves, snapshots and lifecycle, then the batch rows, which commit
+   * them. Idempotent (a batch written twice is stored once); a failed write may have stored some
+   * of those rows, never a batch row without the rest.
+   */
+  saveFormedBatches(formed: readonly FormedBatch[]): Promise<void>;
+  /**
+   * Which of these ingestIds already belong to a stored batch. `acceptedSinceMs`: none of the
+   * records was accepted before then (it bounds the search; clock skew is allowed for).
+   */
+  batchedIngestIds(ingestIds: readonly string[], acceptedSinceMs: number): Promise<Set<string>>;
+  /** The oldest batches in this status, by creation time. */
   batchesByStatus(status: BatchStatus, limit: number): Promise<Batch[]>;
   /** The anchored batch with the highest batchSeq. */
   latestAnchoredBatch(): Promise<Batch | null>;
   getBatch(batchId: string): Promise<Batch | null>;
   putBatch(batch: Batch): Promise<void>;
+  /** Several batch rows in one write. */
+  putBatches(batches: readonly Batch[]): Promise<void>;
   snapshotsOfBatch(batchId: string): Promise<Snapshot[]>;
   putSnapshots(snapshots: readonly Snapshot[], lifecycle: readonly LifecycleEntry[]): Promise<void>;
   getSnapshot(tenantId: string, snapshotId: string): Promise<Snapshot | null>;
