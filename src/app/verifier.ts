@@ -7,7 +7,7 @@ import type { Batch } from '../domain/pipeline/types.js';
 import { HASH_SCHEME, type RecordEnvelope } from '../domain/records/types.js';
 import { assess, outcomeOf, rootOfLeaves, type Assessment, type ChainObservation, type Claim, type ManifestObservation } from '../domain/verification/assess.js';
 import { parseManifest } from '../domain/verification/manifest.js';
-import type { ChainReader, EvidenceIndex, StoredRecord, VerificationHistory } from '../domain/verification/ports.js';
+import type { BatchAnchor, ChainReader, EvidenceIndex, StoredRecord, VerificationHistory } from '../domain/verification/ports.js';
 import { buildReceipt } from '../domain/verification/receipt.js';
 import type {
   IpfsEvidence,
@@ -65,8 +65,22 @@ interface Caller {
 
 interface ManifestEntry extends ManifestObservation {
   readonly computedRoot: string;
-  readonly index: ReadonlyMap<string, number>;
 }
+
+/**
+ * Manifests kept at once: with uniform verifications over a hot index, every batch's manifest is
+ * wanted again soon, and one refetched costs its parse and its root (a few ms for 1000 leaves).
+ * A manifest of 1000 leaves holds about 90 KiB.
+ */
+const MANIFEST_CACHE_ENTRIES = 2048;
+
+/**
+ * How long stored-mode verification reuses the row of an Anchored batch. Each use still needs the
+ * chain read (at most chainCacheMs old) to hold the batch's root at its sequence; when it does not,
+ * the row is read again before the answer. With uniform verifications over many batches, rereading
+ * every row each chainCacheMs was most of the index's work.
+ */
+const ANCHORED_BATCH_REUSE_MS = 60_000;
 
 const MAX_HASH_MATCHES = 100;
 const MAX_HASH_VERIFICATIONS = 10;
@@ -81,8 +95,10 @@ export class Verifier {
   readonly #anchors: TtlCache<string, { batchSeq: number; anchoredAtSec: number } | null>;
   readonly #eventsBySeq: TtlCache<number, Awaited<ReturnType<ChainReader['eventBySeq']>>>;
   readonly #eventsByBatch: TtlCache<string, Awaited<ReturnType<ChainReader['eventByBatchId']>>>;
-  readonly #manifests = new TtlCache<string, ManifestEntry | 'invalid'>(24 * 3_600_000, 512);
-  readonly #batches: TtlCache<string, Batch | null>;
+  readonly #manifests = new TtlCache<string, ManifestEntry | 'invalid'>(24 * 3_600_000, MANIFEST_CACHE_ENTRIES);
+  readonly #batches: TtlCache<string, BatchAnchor | null>;
+  readonly #anchoredBatches = new TtlCache<string, BatchAnchor | null>(ANCHORED_BATCH_REUSE_MS, 20_000);
+  readonly #anchoredReuseMs: number;
 
   constructor(
     private readonly deps: VerifierDeps,
@@ -94,6 +110,8 @@ export class Verifier {
     this.#eventsBySeq = new TtlCache(ttl, 10_000);
     this.#eventsByBatch = new TtlCache(ttl, 10_000);
     this.#batches = new TtlCache(ttl, 10_000);
+    // Reading the chain every time (0) asks for everything fresh.
+    this.#anchoredReuseMs = ttl > 0 ? Math.max(ttl, ANCHORED_BATCH_REUSE_MS) : 0;
   }
 
   // ---- record ---------------------------------------------------------------------------------
@@ -130,7 +148,8 @@ export class Verifier {
     return this.#verifyStoredRecord(base, record, computedPayloadHash);
   }
 
-  async #verifyStoredRecord(base: VerificationResult, record: StoredRecord, computedPayloadHash: string | undefined): Promise<VerificationResult> {
+  /** `fresh`: the batch row is not the reused one (the chain disagreed with that). */
+  async #verifyStoredRecord(base: VerificationResult, record: StoredRecord, computedPayloadHash: string | undefined, fresh = false): Promise<VerificationResult> {
     const r: VerificationResult = {
       ...base,
       database: record.envelope.database,
@@ -147,7 +166,7 @@ export class Verifier {
     if (record.batchId === null || record.leafIndex === null || record.treeSize === null) {
       return this.#outcome(r, tampered ? 'payload_mismatch' : 'pending_anchor', computedPayloadHash);
     }
-    const batch = await this.#batch(record.batchId);
+    const batch = await this.#storedModeBatch(record.batchId, fresh);
     if (batch === null || batch.status !== 'Anchored' || batch.batchSeq === null) {
       const reason: ReasonCategory = tampered ? 'payload_mismatch' : batch?.status === 'Failed' ? 'anchor_failed' : 'pending_anchor';
       return this.#outcome({ ...r, leafIndex: record.leafIndex, treeSize: record.treeSize, merkleProof: [...record.merkleProof] }, reason, computedPayloadHash);
@@ -162,6 +181,11 @@ export class Verifier {
       batchSeq: batch.batchSeq,
     };
     const [chain, manifest] = await Promise.all([this.#observeChain(batch.merkleRoot, batch.batchSeq), batch.manifestCid === null ? Promise.resolve(undefined) : this.#manifest(batch.manifestCid)]);
+    if (!fresh && chain !== null && chain.anchorOfRoot?.batchSeq !== batch.batchSeq) {
+      // The reused row may predate what the chain shows (a batch sent back to be anchored, or
+      // adopted under another sequence): the answer is given on a row as recent as the chain read.
+      return this.#verifyStoredRecord(base, record, computedPayloadHash, true);
+    }
     const a = assess(this.deps.hashing, claim, {
       ...(computedPayloadHash === undefined ? {} : { computedPayloadHash }),
       chain,
@@ -219,8 +243,9 @@ export class Verifier {
     if (manifest === 'invalid' || manifest.computedRoot !== event.merkleRoot || manifest.merkleRoot !== event.merkleRoot) {
       return this.#outcome({ ...withChain, ipfsEvidence: this.#ipfsEvidence(event.manifestCid, true, false, false) }, 'ipfs_mismatch', computedPayloadHash);
     }
-    const leafIndex = manifest.index.get(recordHash);
-    if (leafIndex === undefined) {
+    // The root matched, so the leaves are the batch's own, all distinct: the first match is the one.
+    const leafIndex = manifest.leaves.indexOf(recordHash);
+    if (leafIndex < 0) {
       return this.#outcome({ ...withChain, ipfsEvidence: this.#ipfsEvidence(event.manifestCid, true, false, true) }, 'not_in_batch', computedPayloadHash);
     }
     const leaves = manifest.leaves.map((l) => fromHex(l));
@@ -402,8 +427,20 @@ export class Verifier {
     return { ...r, ...(computedPayloadHash === undefined ? {} : { computedPayloadHash }), verified: false, verificationStatus: o.status, reasonCategory: reason, message: o.message };
   }
 
-  async #batch(batchId: string): Promise<Batch | null> {
-    return this.#batches.get(batchId, () => this.deps.store.getBatch(batchId));
+  async #batch(batchId: string): Promise<BatchAnchor | null> {
+    return this.#batches.get(batchId, () => this.deps.evidence.findBatch(batchId));
+  }
+
+  /**
+   * The batch row for stored-mode verification: an Anchored one is reused (ANCHORED_BATCH_REUSE_MS);
+   * `fresh` gives one at most chainCacheMs old, as every other read of a batch.
+   */
+  async #storedModeBatch(batchId: string, fresh: boolean): Promise<BatchAnchor | null> {
+    if (fresh) {
+      this.#anchoredBatches.delete(batchId);
+      return this.#batch(batchId);
+    }
+    return this.#anchoredBatches.get(batchId, () => this.#batch(batchId), (b) => (b?.status === 'Anchored' ? this.#anchoredReuseMs : 0));
   }
 
   /** The chain now: the contract's anchor of the root and, when absent, the root at the batch's sequence. */
@@ -430,7 +467,7 @@ export class Verifier {
         const bytes = await pinner.cat(cid, { timeoutMs: this.options.ipfsTimeoutMs });
         const m = parseManifest(bytes);
         if (m === null) return 'invalid';
-        return { ...m, computedRoot: rootOfLeaves(this.deps.hashing, m.leaves), index: new Map(m.leaves.map((l, i) => [l, i])) };
+        return { ...m, computedRoot: rootOfLeaves(this.deps.hashing, m.leaves) };
       });
     } catch (err) {
       this.#log.warn({ code: codeOf(err) }, 'manifest fetch failed');

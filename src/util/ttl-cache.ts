@@ -13,7 +13,8 @@ export class TtlCache<K, V> {
     private readonly now: () => number = Date.now,
   ) {}
 
-  async get(key: K, load: () => Promise<V>, ttlMs: number = this.ttlMs): Promise<V> {
+  /** `ttlMs` may depend on the value loaded; 0 or less leaves it uncached. */
+  async get(key: K, load: () => Promise<V>, ttlMs: number | ((value: V) => number) = this.ttlMs): Promise<V> {
     const hit = this.#entries.get(key);
     if (hit !== undefined && hit.expiresAtMs > this.now()) return hit.value;
     const inflight = this.#loading.get(key);
@@ -21,14 +22,15 @@ export class TtlCache<K, V> {
     const p = (async () => {
       try {
         const value = await load();
-        if (ttlMs > 0) {
+        const ttl = typeof ttlMs === 'function' ? ttlMs(value) : ttlMs;
+        if (ttl > 0) {
           // Map order is insertion order: the first key is the oldest.
           if (this.#entries.size >= this.maxEntries) {
             const oldest = this.#entries.keys().next();
             if (oldest.done !== true) this.#entries.delete(oldest.value);
           }
           this.#entries.delete(key);
-          this.#entries.set(key, { value, expiresAtMs: this.now() + ttlMs });
+          this.#entries.set(key, { value, expiresAtMs: this.now() + ttl });
         }
         return value;
       } finally {

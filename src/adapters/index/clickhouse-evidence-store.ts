@@ -1,12 +1,13 @@
 import type { RetrievalPolicy, RetrievalPolicyStore, StoredPolicy } from '../../domain/evidence/policy.js';
 import { HASH_SCHEME, type OperationType, type Page } from '../../domain/records/types.js';
-import type { EvidenceIndex, HistoryQuery, RecordLookup, StoredRecord, VerificationHistory } from '../../domain/verification/ports.js';
+import type { BatchStatus } from '../../domain/pipeline/types.js';
+import type { BatchAnchor, EvidenceIndex, HistoryQuery, RecordLookup, StoredRecord, VerificationHistory } from '../../domain/verification/ports.js';
 import type { ReasonCategory, VerificationHistoryEntry, VerificationMode, VerificationStatus } from '../../domain/verification/types.js';
 import { DrisError } from '../../errors/dris-error.js';
 import { dateTime64Text, decodeCursor, encodeCursor, type RecordRow } from './clickhouse-record-index.js';
 import { GroupCommit } from './group-commit.js';
 import { LookupBatcher } from './lookup-batcher.js';
-import { databaseIdentifier, MAX_PAGE_LIMIT } from './sql.js';
+import { databaseIdentifier, MAX_PAGE_LIMIT, recordsWithLeaves } from './sql.js';
 import type { SqlRunner } from './sql-runner.js';
 
 /**
@@ -59,9 +60,34 @@ interface HistoryRow {
   correlation_id: string;
 }
 
+/** Read with the record's leaf (`recordsWithLeaves`), which adds snapshot_id … merkle_proof. */
 const EVIDENCE_COLUMNS = `ingest_id, tenant_id, client_id, database, collection, record_id, record_version, operation_type,
-  source_timestamp, hash_scheme, payload_hash, record_hash, salt, toUnixTimestamp64Milli(accepted_at) AS accepted_at_ms,
-  snapshot_id, batch_id, leaf_index, tree_size, merkle_proof`;
+  source_timestamp, hash_scheme, payload_hash, record_hash, salt, toUnixTimestamp64Milli(accepted_at) AS accepted_at_ms`;
+
+/** A batch row without its leaves, ingest ids and tenants, which are most of its bytes. */
+interface BatchAnchorRow {
+  batch_id: string;
+  created_at_ms: Int64Out;
+  status: string;
+  tree_size: number;
+  merkle_root: string;
+  batch_seq: Int64Out | null;
+  manifest_cid: string | null;
+  prev_batch_id: string | null;
+  prev_merkle_root: string | null;
+  prev_cid: string | null;
+  chain_id: Int64Out | null;
+  contract_address: string | null;
+  tx_hash: string | null;
+  block_number: Int64Out | null;
+  anchored_at_ms: Int64Out | null;
+  attempts: number;
+  last_error: string | null;
+}
+
+const BATCH_ANCHOR_COLUMNS = `batch_id, toUnixTimestamp64Milli(created_at) AS created_at_ms, status, tree_size, merkle_root, batch_seq,
+  manifest_cid, prev_batch_id, prev_merkle_root, prev_cid, chain_id, contract_address, tx_hash, block_number,
+  toUnixTimestamp64Milli(anchored_at) AS anchored_at_ms, attempts, last_error`;
 
 const HISTORY_COLUMNS = `verification_id, toUnixTimestamp64Milli(at) AS at_ms, tenant_id, client_id, key_id, mode, database,
   collection, record_id, record_version, snapshot_id, batch_id, verified, verification_status, reason_category, correlation_id`;
@@ -100,6 +126,28 @@ function toStored(r: EvidenceRow): StoredRecord {
   };
 }
 
+const orNull = (v: Int64Out | null): number | null => (v === null ? null : Number(v));
+
+function toBatchAnchor(r: BatchAnchorRow): BatchAnchor {
+  return {
+    batchId: r.batch_id,
+    createdAtMs: Number(r.created_at_ms),
+    status: r.status as BatchStatus,
+    treeSize: Number(r.tree_size),
+    merkleRoot: r.merkle_root,
+    batchSeq: orNull(r.batch_seq),
+    manifestCid: r.manifest_cid,
+    previous: r.prev_batch_id === null || r.prev_merkle_root === null || r.prev_cid === null ? null : { batchId: r.prev_batch_id, merkleRoot: r.prev_merkle_root, cid: r.prev_cid },
+    chainId: orNull(r.chain_id),
+    contractAddress: r.contract_address,
+    txHash: r.tx_hash,
+    blockNumber: orNull(r.block_number),
+    anchoredAtMs: orNull(r.anchored_at_ms),
+    attempts: Number(r.attempts),
+    lastError: r.last_error,
+  };
+}
+
 function matches(l: RecordLookup, r: StoredRecord): boolean {
   const e = r.envelope;
   return (
@@ -114,6 +162,7 @@ function matches(l: RecordLookup, r: StoredRecord): boolean {
 export class ClickHouseEvidenceStore implements EvidenceIndex, VerificationHistory, RetrievalPolicyStore {
   readonly #db: string;
   readonly #lookups: LookupBatcher<RecordLookup, StoredRecord[]>;
+  readonly #batches: LookupBatcher<string, BatchAnchor | null>;
   readonly #history: GroupCommit<object>;
   #lastPolicyUs = 0;
 
@@ -127,6 +176,10 @@ export class ClickHouseEvidenceStore implements EvidenceIndex, VerificationHisto
     this.#lookups = new LookupBatcher<RecordLookup, StoredRecord[]>(
       { maxBatch, maxPending: maxBatch * 64, parallel: options.lookupParallel ?? 2 },
       (keys) => this.#findMany(keys),
+    );
+    this.#batches = new LookupBatcher<string, BatchAnchor | null>(
+      { maxBatch, maxPending: maxBatch * 64, parallel: options.lookupParallel ?? 2 },
+      (ids) => this.#findBatches(ids),
     );
     this.#history = new GroupCommit<object>('verification history writer', { maxBatchRows: 5_000, maxDelayMs: 5, maxPendingRows: 50_000 }, (rows) =>
       this.runner.insertJsonEachRow(`${this.#db}.verifications`, rows),
@@ -149,22 +202,45 @@ export class ClickHouseEvidenceStore implements EvidenceIndex, VerificationHisto
     const tenants = [...new Set(lookups.map((l) => l.tenantId))];
     const ids = [...new Set(lookups.map((l) => l.recordId))];
     const rows = await this.runner.query<EvidenceRow>(
-      `SELECT ${EVIDENCE_COLUMNS} FROM ${this.#db}.records FINAL
-       WHERE tenant_id IN {tenants:Array(String)} AND record_id IN {ids:Array(String)}
-       ORDER BY accepted_at, ingest_id
-       SETTINGS use_skip_indexes_if_final = 1`,
+      recordsWithLeaves(this.#db, {
+        columns: EVIDENCE_COLUMNS,
+        where: 'tenant_id IN {tenants:Array(String)} AND record_id IN {ids:Array(String)}',
+        order: 'accepted_at, ingest_id',
+        resultOrder: 'accepted_at_ms, ingest_id',
+        settings: 'use_skip_indexes_if_final = 1',
+        proofs: true,
+      }),
       { tenants, ids },
     );
     const stored = rows.map(toStored);
     return lookups.map((l) => stored.filter((r) => matches(l, r)).slice(-1000));
   }
 
+  findBatch(batchId: string): Promise<BatchAnchor | null> {
+    return this.#batches.lookup(batchId);
+  }
+
+  /** One query for many batches, on the key; the leaf arrays, tens of KiB per batch, are not read. */
+  async #findBatches(ids: string[]): Promise<(BatchAnchor | null)[]> {
+    const rows = await this.runner.query<BatchAnchorRow>(
+      `SELECT ${BATCH_ANCHOR_COLUMNS} FROM ${this.#db}.batches FINAL WHERE batch_id IN {ids:Array(String)}`,
+      { ids: [...new Set(ids)] },
+    );
+    const byId = new Map(rows.map((r) => [r.batch_id, toBatchAnchor(r)]));
+    return ids.map((id) => byId.get(id) ?? null);
+  }
+
   async findByHash(tenantId: string, kind: 'payloadHash' | 'recordHash', hash: string, limit: number): Promise<StoredRecord[]> {
     const column = kind === 'payloadHash' ? 'payload_hash' : 'record_hash';
     const rows = await this.runner.query<EvidenceRow>(
-      `SELECT ${EVIDENCE_COLUMNS} FROM ${this.#db}.records FINAL
-       WHERE tenant_id = {tenantId:String} AND ${column} = {hash:String}
-       ORDER BY accepted_at DESC, ingest_id DESC LIMIT {limit:UInt32}`,
+      recordsWithLeaves(this.#db, {
+        columns: EVIDENCE_COLUMNS,
+        where: `tenant_id = {tenantId:String} AND ${column} = {hash:String}`,
+        order: 'accepted_at DESC, ingest_id DESC',
+        resultOrder: 'accepted_at_ms DESC, ingest_id DESC',
+        limit: '{limit:UInt32}',
+        proofs: true,
+      }),
       { tenantId, hash, limit: Math.min(Math.max(1, limit), MAX_PAGE_LIMIT) },
     );
     return rows.map(toStored);

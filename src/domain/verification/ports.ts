@@ -1,3 +1,4 @@
+import type { Batch } from '../pipeline/types.js';
 import type { Page, RecordEnvelope } from '../records/types.js';
 import type { VerificationHistoryEntry } from './types.js';
 
@@ -25,6 +26,9 @@ export interface RecordLookup {
   readonly recordVersion?: string;
 }
 
+/** A batch as verification reads it: its state and anchor, without its leaves and ingest ids. */
+export type BatchAnchor = Omit<Batch, 'leaves' | 'ingestIds' | 'tenants'>;
+
 /** Point look-ups of the hot index for verification. */
 export interface EvidenceIndex {
   /**
@@ -32,6 +36,8 @@ export interface EvidenceIndex {
    * may be answered by one query.
    */
   findRecord(lookup: RecordLookup): Promise<StoredRecord[]>;
+  /** A batch's state and anchor; null when unknown. Concurrent look-ups may be answered by one query. */
+  findBatch(batchId: string): Promise<BatchAnchor | null>;
   /** Records of a tenant carrying a payloadHash or recordHash, newest first, at most `limit`. */
   findByHash(tenantId: string, kind: 'payloadHash' | 'recordHash', hash: string, limit: number): Promise<StoredRecord[]>;
   /** The canonical payload text of one accepted record; null when unknown. */

@@ -1,7 +1,6 @@
 import { HASH_SCHEME, type RecordEnvelope } from '../records/types.js';
-import type { Batch } from '../pipeline/types.js';
 import type { Claim } from './assess.js';
-import type { StoredRecord } from './ports.js';
+import type { BatchAnchor, StoredRecord } from './ports.js';
 import { RECEIPT_VERSION, type Receipt } from './types.js';
 
 /**
@@ -12,7 +11,7 @@ import { RECEIPT_VERSION, type Receipt } from './types.js';
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 /** null when the record is not (yet) in an anchored batch: there is nothing to prove then. */
-export function buildReceipt(record: StoredRecord, batch: Batch, nowMs: number): Receipt | null {
+export function buildReceipt(record: StoredRecord, batch: BatchAnchor, nowMs: number): Receipt | null {
   if (record.batchId === null || record.leafIndex === null || record.treeSize === null) return null;
   if (batch.status !== 'Anchored' || batch.batchId !== record.batchId) return null;
   if (batch.batchSeq === null || batch.manifestCid === null || batch.chainId === null || batch.contractAddress === null || batch.txHash === null || batch.blockNumber === null || batch.anchoredAtMs === null) return null;

@@ -1,0 +1,158 @@
+import t from 'tap';
+import { JsHashingBackend } from '../../src/adapters/hashing/js-backend.js';
+import { Verifier } from '../../src/app/verifier.js';
+import type { AuditLog } from '../../src/domain/audit/ports.js';
+import { formBatch } from '../../src/domain/pipeline/batch-formation.js';
+import type { PipelineStore } from '../../src/domain/pipeline/ports.js';
+import { HASH_SCHEME, type AcceptedRecord, type RecordEnvelope } from '../../src/domain/records/types.js';
+import type { AnchorEventView, BatchAnchor, ChainReader, EvidenceIndex, StoredRecord, VerificationHistory } from '../../src/domain/verification/ports.js';
+
+/**
+ * Stored-mode verification reuses an Anchored batch's row beyond the chain cache, but only while
+ * the chain, read as often as before, holds the batch's root at its sequence; otherwise the answer
+ * is given on a row read again.
+ */
+
+const hashing = new JsHashingBackend();
+const nowMs = Date.parse('2026-01-02T03:04:05Z');
+
+function accepted(i: number): AcceptedRecord {
+  const envelope: RecordEnvelope = {
+    hashScheme: HASH_SCHEME,
+    tenantId: 'acme',
+    database: 'erp',
+    collection: 'invoices',
+    recordId: `r-${i}`,
+    recordVersion: '1',
+    operationType: 'upsert',
+    sourceTimestamp: null,
+    payloadHash: hashing.sha256Hex(Buffer.from(hashing.canonicalize({ amount: i }), 'utf8')),
+    salt: `${i}`.padStart(32, '0'),
+  };
+  return {
+    ...envelope,
+    ingestId: `0000000000ingest${i}`,
+    clientId: 'app',
+    keyId: 'k',
+    recordHash: hashing.recordHashes([envelope])[0] as string,
+    acceptedAt: new Date(nowMs).toISOString(),
+    payload: hashing.canonicalize({ amount: i }),
+    idempotencyKey: null,
+    correlationId: 'c',
+  };
+}
+
+const records = [0, 1, 2].map(accepted);
+const formed = formBatch(records, hashing, nowMs);
+const first = records[0] as AcceptedRecord;
+const leaf = formed.assignments.find((a) => a.ingestId === first.ingestId);
+if (leaf === undefined) throw new Error('no leaf for the first record');
+const { leaves: _leaves, ingestIds: _ids, tenants: _tenants, ...formedBatch } = formed.batch;
+const anchored: BatchAnchor = { ...formedBatch, status: 'Anchored', batchSeq: 7, txHash: '0xabc', blockNumber: 12, chainId: 31337, contractAddress: '0x0000000000000000000000000000000000000001', anchoredAtMs: nowMs };
+const stored: StoredRecord = {
+  ingestId: first.ingestId,
+  clientId: first.clientId,
+  envelope: { ...first },
+  recordHash: first.recordHash,
+  acceptedAtMs: nowMs,
+  snapshotId: leaf.snapshotId,
+  batchId: leaf.batchId,
+  leafIndex: leaf.leafIndex,
+  treeSize: leaf.treeSize,
+  merkleProof: leaf.proof,
+};
+
+class FakeEvidence implements EvidenceIndex {
+  batch: BatchAnchor | null = anchored;
+  batchReads = 0;
+  findRecord(): Promise<StoredRecord[]> {
+    return Promise.resolve([stored]);
+  }
+  findBatch(): Promise<BatchAnchor | null> {
+    this.batchReads += 1;
+    return Promise.resolve(this.batch);
+  }
+  findByHash(): Promise<StoredRecord[]> {
+    return Promise.resolve([]);
+  }
+  payloadOf(): Promise<string | null> {
+    return Promise.resolve(null);
+  }
+}
+
+class FakeChain implements ChainReader {
+  readonly chainId = 31337;
+  readonly contractAddress = '0x0000000000000000000000000000000000000001';
+  anchor: { batchSeq: number; anchoredAtSec: number } | null = { batchSeq: 7, anchoredAtSec: nowMs / 1000 };
+  reads = 0;
+  anchorOf(): Promise<{ batchSeq: number; anchoredAtSec: number } | null> {
+    this.reads += 1;
+    return Promise.resolve(this.anchor);
+  }
+  eventBySeq(): Promise<AnchorEventView | null> {
+    return Promise.resolve(null);
+  }
+  eventByRoot(): Promise<AnchorEventView | null> {
+    return Promise.resolve(null);
+  }
+  eventByBatchId(): Promise<AnchorEventView | null> {
+    return Promise.resolve(null);
+  }
+  headBlock(): Promise<number> {
+    return Promise.resolve(12);
+  }
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+const history: VerificationHistory = { append: () => Promise.resolve(), query: () => Promise.resolve({ items: [], nextCursor: null }) };
+const audit: AuditLog = { append: () => Promise.resolve(), query: () => Promise.resolve({ items: [], nextCursor: null }) };
+const caller = { principal: { keyId: 'k', tenantId: 'acme', clientId: 'app', level: 'standard' as const, tenants: new Set(['acme']) }, correlationId: 'c' };
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+function setup(chainCacheMs: number): { verifier: Verifier; evidence: FakeEvidence; chain: FakeChain } {
+  const evidence = new FakeEvidence();
+  const chain = new FakeChain();
+  // Stored-mode verification reads no snapshot: the pipeline store is never called.
+  const store = {} as PipelineStore;
+  const verifier = new Verifier({ hashing, evidence, store, chain, pinner: null, history, audit }, { chainCacheMs, ipfsTimeoutMs: 1000 });
+  return { verifier, evidence, chain };
+}
+
+t.test('an anchored batch row outlives the chain cache while the chain confirms it', async (t) => {
+  const { verifier, evidence, chain } = setup(20);
+  const verify = (): ReturnType<Verifier['verifyRecord']> => verifier.verifyRecord(caller, { collection: 'invoices', recordId: 'r-0' });
+  t.match(await verify(), { verified: true, verificationStatus: 'pass', reasonCategory: 'verified_anchored', batchSeq: 7, chainTxHash: '0xabc' });
+  t.equal(evidence.batchReads, 1);
+  t.equal(chain.reads, 1);
+
+  await sleep(60);
+  t.match(await verify(), { verified: true, reasonCategory: 'verified_anchored' });
+  t.equal(evidence.batchReads, 1, 'the row is reused');
+  t.equal(chain.reads, 2, 'the chain is read again once its cache expired');
+
+  // Reconciliation found the root gone from the chain and sent the batch back to be anchored.
+  evidence.batch = { ...anchored, status: 'Pending', batchSeq: null, txHash: null, blockNumber: null, anchoredAtMs: null };
+  chain.anchor = null;
+  await sleep(60);
+  t.match(await verify(), { verified: false, verificationStatus: 'pending', reasonCategory: 'pending_anchor' }, 'answered on the row as it is now');
+  t.equal(evidence.batchReads, 2);
+});
+
+t.test('a batch adopted under another sequence is read again, not reported as a mismatch', async (t) => {
+  const { verifier, evidence, chain } = setup(20);
+  const verify = (): ReturnType<Verifier['verifyRecord']> => verifier.verifyRecord(caller, { collection: 'invoices', recordId: 'r-0' });
+  t.match(await verify(), { verified: true, batchSeq: 7 });
+  evidence.batch = { ...anchored, batchSeq: 9, txHash: '0xdef' };
+  chain.anchor = { batchSeq: 9, anchoredAtSec: nowMs / 1000 };
+  await sleep(60);
+  t.match(await verify(), { verified: true, reasonCategory: 'verified_anchored', batchSeq: 9, chainTxHash: '0xdef' });
+  t.equal(evidence.batchReads, 2);
+});
+
+t.test('with no chain cache, every verification reads the batch', async (t) => {
+  const { verifier, evidence } = setup(0);
+  for (let i = 0; i < 3; i++) t.match(await verifier.verifyRecord(caller, { collection: 'invoices', recordId: 'r-0' }), { verified: true });
+  t.equal(evidence.batchReads, 3);
+});
