@@ -6,7 +6,7 @@ import type { IdempotencyStore } from '../domain/limits/ports.js';
 import type { RecordQueue } from '../domain/records/ports.js';
 import {
   HASH_SCHEME,
-  type AcceptedRecord,
+  type OutgoingRecord,
   type BulkIngestResponse,
   type BulkItemAccepted,
   type BulkItemRejected,
@@ -170,7 +170,7 @@ export class IngestService {
     }
   }
 
-  private async accept(principal: Principal, candidates: readonly Candidate[], correlationId: string): Promise<AcceptedRecord[]> {
+  private async accept(principal: Principal, candidates: readonly Candidate[], correlationId: string): Promise<OutgoingRecord[]> {
     const acceptedAtMs = this.now();
     const acceptedAt = new Date(acceptedAtMs).toISOString();
     const envelopes: RecordEnvelope[] = candidates.map((c) => ({
@@ -186,20 +186,31 @@ export class IngestService {
       salt: randomHex(16),
     }));
     const hashes = await this.deps.hasher.recordHashes(envelopes);
-    const records = envelopes.map((env, i): AcceptedRecord => {
+    const records = new Array<OutgoingRecord>(envelopes.length);
+    for (let i = 0; i < envelopes.length; i++) {
+      const env = envelopes[i] as RecordEnvelope;
       const c = candidates[i] as Candidate;
-      return {
-        ...env,
+      records[i] = {
+        hashScheme: env.hashScheme,
+        tenantId: env.tenantId,
+        database: env.database,
+        collection: env.collection,
+        recordId: env.recordId,
+        recordVersion: env.recordVersion,
+        operationType: env.operationType,
+        sourceTimestamp: env.sourceTimestamp,
+        payloadHash: env.payloadHash,
+        salt: env.salt,
         ingestId: newIngestId(acceptedAtMs),
         clientId: c.req.clientId,
         keyId: principal.keyId,
         recordHash: hashes[i] as string,
         acceptedAt,
-        payload: c.payload.canonical,
+        payloadBytes: c.payload.canonicalBytes ?? Buffer.from(c.payload.canonical, 'utf8'),
         idempotencyKey: c.idempotencyKey,
         correlationId,
       };
-    });
+    }
     await this.deps.queue.publish(records);
     return records;
   }
@@ -221,9 +232,9 @@ export class IngestService {
       const replay = await this.claim(key, cand.fingerprint());
       if (replay !== null) return { status: replay.status, body: { ...(JSON.parse(replay.body) as IngestRecordResponse), idempotencyReplayed: true } };
     }
-    let rec: AcceptedRecord;
+    let rec: OutgoingRecord;
     try {
-      [rec] = (await this.accept(principal, [{ ...cand, idempotencyKey: idem }], correlationId)) as [AcceptedRecord];
+      [rec] = (await this.accept(principal, [{ ...cand, idempotencyKey: idem }], correlationId)) as [OutgoingRecord];
     } catch (err) {
       if (key !== null) await this.deps.idempotency.release(key, cand.fingerprint());
       throw err;
@@ -345,7 +356,7 @@ export class IngestService {
       fresh.push(cand);
     }
 
-    let records: AcceptedRecord[] = [];
+    let records: OutgoingRecord[] = [];
     if (fresh.length > 0) {
       try {
         records = await this.accept(principal, fresh, correlationId);

@@ -5,14 +5,15 @@ import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jet
 import { decodeSubjectToken, encodeSubjectToken, NatsQueue, recordSubject, type NatsQueueOptions } from '../../src/adapters/queue/nats-queue.js';
 import { DrisError } from '../../src/errors/dris-error.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
+import { consumed, queued, type QueuedRecord } from '../harness/records.js';
 import type { Delivery } from '../../src/domain/records/ports.js';
 import { freePort, startNats, type NatsTestServer } from '../harness/servers.js';
 import { setLogLevel } from '../../src/util/logger.js';
 
 setLogLevel('silent');
 
-function record(i: number, tenantId = 'acme', clientId = 'app'): AcceptedRecord {
-  return {
+function record(i: number, tenantId = 'acme', clientId = 'app'): QueuedRecord {
+  return queued({
     hashScheme: 'dris-v1',
     tenantId,
     clientId,
@@ -31,7 +32,7 @@ function record(i: number, tenantId = 'acme', clientId = 'app'): AcceptedRecord 
     payload: JSON.stringify({ i }),
     idempotencyKey: null,
     correlationId: 'corr',
-  };
+  });
 }
 
 /** Guards against a hang, not a timing assertion: fails only if the condition never holds. */
@@ -123,7 +124,7 @@ t.test('publish and consume round trip, partitioned by tenant and client', async
     got.map((r) => r.ingestId).sort(),
     records.map((r) => r.ingestId).sort(),
   );
-  t.same(got.find((r) => r.ingestId === records[1]?.ingestId), records[1], 'record survives the trip unchanged');
+  t.same(got.find((r) => r.ingestId === records[1]?.ingestId), records[1] === undefined ? undefined : consumed(records[1]), 'record survives the trip unchanged');
   t.same([...seqs].sort((a, b) => a - b), [1, 2, 3]);
   const ci = await jsm.consumers.info('DRIS_RECORDS', 'indexer');
   t.equal(ci.num_ack_pending, 0);
@@ -366,7 +367,7 @@ t.test('bounded: publishes beyond maxPendingPublishes are refused', async (t) =>
 t.test('a record larger than a message is refused', async (t) => {
   const s = await server(t);
   const q = await queue(t, s.url, { coalesceMaxBytes: 2048 });
-  const big = { ...record(1), payload: JSON.stringify({ blob: 'x'.repeat(4096) }) };
+  const big = queued({ ...record(1), payload: JSON.stringify({ blob: 'x'.repeat(4096) }) });
   await rejectsWith(t, q.publish([big]), ['payload_too_large'], 'oversized record');
 });
 

@@ -1,31 +1,32 @@
-import { appendFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { EmbeddedQueue } from '../../src/adapters/queue/embedded-queue.js';
 import type { Delivery } from '../../src/domain/records/ports.js';
-import type { AcceptedRecord } from '../../src/domain/records/types.js';
+import { queued, type QueuedRecord } from '../harness/records.js';
 
-const rec = (i: number): AcceptedRecord => ({
-  hashScheme: 'dris-v1',
-  tenantId: 't',
-  database: 'd',
-  collection: 'c',
-  recordId: `r${i}`,
-  recordVersion: '1',
-  operationType: 'upsert',
-  sourceTimestamp: null,
-  payloadHash: 'p'.repeat(64),
-  salt: 's'.repeat(32),
-  ingestId: `id-${i}`,
-  clientId: 'c',
-  keyId: 'k',
-  recordHash: 'h'.repeat(64),
-  acceptedAt: new Date(0).toISOString(),
-  payload: '{}',
-  idempotencyKey: null,
-  correlationId: 'x',
-});
+const rec = (i: number): QueuedRecord =>
+  queued({
+    hashScheme: 'dris-v1',
+    tenantId: 't',
+    database: 'd',
+    collection: 'c',
+    recordId: `r${i}`,
+    recordVersion: '1',
+    operationType: 'upsert',
+    sourceTimestamp: null,
+    payloadHash: 'p'.repeat(64),
+    salt: 's'.repeat(32),
+    ingestId: `id-${i}`,
+    clientId: 'c',
+    keyId: 'k',
+    recordHash: 'h'.repeat(64),
+    acceptedAt: new Date(0).toISOString(),
+    payload: '{}',
+    idempotencyKey: null,
+    correlationId: 'x',
+  });
 
 const opts = { consumer: 'indexer', maxBatch: 50, maxInFlight: 100, ackWaitMs: 60_000 };
 
@@ -133,7 +134,7 @@ t.test('a torn tail is cut off on open and the log continues after it', async (t
   await q.publish([rec(2)]);
   await q.close();
   const logDir = path.join(dir, 'log');
-  const seg = readdirSync(logDir).find((f) => f.endsWith('.log')) ?? '';
+  const seg = readdirSync(logDir).find((f) => f.endsWith('.seg')) ?? '';
   appendFileSync(path.join(logDir, seg), Buffer.from([200, 0, 0, 0, 1, 2, 3]));
   q = EmbeddedQueue.open({ dir, consumers: ['indexer'], maxPendingPublishes: 1000 });
   t.equal(q.positions().lastSeq, 2);
@@ -159,5 +160,45 @@ t.test('publish refuses beyond the pending bound', async (t) => {
   t.same(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected']);
   const reason = (results[2] as PromiseRejectedResult).reason as { code: string };
   t.equal(reason.code, 'overloaded');
+  await q.close();
+});
+
+t.test('a queue written in the earlier format drains after an upgrade, and later messages follow it', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'dris-q-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  // The earlier format: a `.log` segment, FNV-1a frames, each message a JSON array of whole records.
+  const fnv = (buf: Buffer): number => {
+    let h = 0x811c9dc5;
+    for (const b of buf) h = Math.imul(h ^ b, 0x01000193);
+    return h >>> 0;
+  };
+  const frames = [1, 2].map((i) => {
+    const { payloadBytes: _bytes, ...old } = rec(i);
+    const body = Buffer.from(JSON.stringify([old]));
+    const header = Buffer.alloc(16);
+    header.writeUInt32LE(body.length, 0);
+    header.writeUInt32LE(fnv(body), 4);
+    header.writeDoubleLE(i, 8);
+    return Buffer.concat([header, body]);
+  });
+  mkdirSync(path.join(dir, 'log'), { recursive: true });
+  writeFileSync(path.join(dir, 'log', `${'1'.padStart(16, '0')}.log`), Buffer.concat(frames));
+
+  let q = EmbeddedQueue.open({ dir, consumers: ['indexer'], maxPendingPublishes: 1000 });
+  t.equal(q.positions().lastSeq, 2, 'the old segment is read whole');
+  await q.publish([rec(3)]);
+  t.same(readdirSync(path.join(dir, 'log')).sort(), [`${'1'.padStart(16, '0')}.log`, `${'3'.padStart(16, '0')}.seg`], 'new messages go to a new segment');
+  await q.close();
+  q = EmbeddedQueue.open({ dir, consumers: ['indexer'], maxPendingPublishes: 1000 });
+  const seen: QueuedRecord['payload'][] = [];
+  const sub = collect(q, async (ds) => {
+    for (const d of ds) {
+      seen.push(...d.records.map((r) => `${r.ingestId}:${r.payload}`));
+      await d.ack();
+    }
+  });
+  await until(() => seen.length === 3);
+  await sub.stop();
+  t.same(seen, ['id-1:{}', 'id-2:{}', 'id-3:{}']);
   await q.close();
 });

@@ -69,7 +69,7 @@ t.test('a torn tail is cut on open and reads stop before it', async (t) => {
   const log = SegmentLog.open(dir);
   await appendAll(log, 1, 20);
   await log.close();
-  const file = readdirSync(dir).find((f) => f.endsWith('.log'));
+  const file = readdirSync(dir).find((f) => f.endsWith('.seg'));
   if (file === undefined) throw new Error('no segment');
   appendFileSync(path.join(dir, file), Buffer.from([9, 9, 9, 9, 9, 9, 9, 9, 9]));
   const reopened = SegmentLog.open(dir);

@@ -195,17 +195,20 @@ export function packedPayloads(p: PackedPrepared): (PreparedPayload | null)[] {
 
 /**
  * The canonical text becomes a JS string on first read: UTF-8 to UTF-16 conversion is a large
- * share of the cost, and a caller that stores bytes never pays it. An own enumerable getter, so
- * spreading and JSON.stringify see the text.
+ * share of the cost, and a caller that stores bytes (`canonicalBytes`) never pays it. An own
+ * enumerable getter, so spreading and JSON.stringify see the text; the bytes are not enumerable,
+ * so they see nothing else.
  */
 function lazyPayload(buf: Buffer, start: number, end: number, payloadHash: string): PreparedPayload {
   let text: string | undefined;
-  return {
+  const payload: PreparedPayload = {
     get canonical(): string {
       return (text ??= buf.toString('utf8', start, end));
     },
     payloadHash,
   };
+  Object.defineProperty(payload, 'canonicalBytes', { value: buf.subarray(start, end), enumerable: false });
+  return payload;
 }
 
 /** The Rust addon of native/: parsing, RFC 8785, SHA-256 (SHA-NI) and Merkle trees in one call. */

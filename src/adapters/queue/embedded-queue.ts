@@ -1,9 +1,10 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { DrisError } from '../../errors/dris-error.js';
-import type { AcceptedRecord } from '../../domain/records/types.js';
+import type { AcceptedRecord, OutgoingRecord } from '../../domain/records/types.js';
 import type { ConsumeOptions, Delivery, RecordQueue, Subscription } from '../../domain/records/ports.js';
 import { componentLogger } from '../../util/logger.js';
+import { decodeMessage, encodeFrame, encodeMessage } from './record-codec.js';
 import { SegmentLog } from './segment-log.js';
 
 /**
@@ -116,13 +117,13 @@ export class EmbeddedQueue implements RecordQueue {
     for (const w of [...this.wakers]) w();
   }
 
-  async publish(records: readonly AcceptedRecord[]): Promise<void> {
+  async publish(records: readonly OutgoingRecord[]): Promise<void> {
     if (records.length === 0) return;
     if (this.closed) throw new DrisError('dependency_unavailable', 'queue is closed');
     if (this.pendingPublishes >= this.options.maxPendingPublishes) throw new DrisError('overloaded', 'too many records awaiting the queue');
     this.pendingPublishes += 1;
     try {
-      await this.log.append(Buffer.from(JSON.stringify(records)));
+      await this.log.append(encodeMessage(records.map(encodeFrame)));
     } catch (err) {
       throw new DrisError('dependency_unavailable', 'queue write failed', { cause: err });
     } finally {
@@ -156,9 +157,9 @@ export class EmbeddedQueue implements RecordQueue {
           if (e.seq <= state.ackFloor || state.acked.has(e.seq)) continue;
           let records: AcceptedRecord[];
           try {
-            records = JSON.parse(e.payload.toString('utf8')) as AcceptedRecord[];
+            records = decodeMessage(e.payload);
           } catch (err) {
-            // A frame that passed its checksum but is not JSON cannot be retried into sense.
+            // A frame that passed its checksum but is not a message cannot be retried into sense.
             this.log$.error({ seq: e.seq, err }, 'undecodable queue message skipped');
             state.ack(e.seq);
             continue;

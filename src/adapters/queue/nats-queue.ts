@@ -33,7 +33,8 @@ import {
 } from '@nats-io/jetstream';
 import { DrisError, type DrisErrorCode } from '../../errors/dris-error.js';
 import { componentLogger } from '../../util/logger.js';
-import type { AcceptedRecord } from '../../domain/records/types.js';
+import type { AcceptedRecord, OutgoingRecord } from '../../domain/records/types.js';
+import { MESSAGE_FORMAT_BYTES as FORMAT_BYTES, decodeMessage, encodeFrame, encodeMessage } from './record-codec.js';
 import type { ConsumeOptions, Delivery, RecordQueue, Subscription } from '../../domain/records/ports.js';
 
 const log = componentLogger('nats-queue');
@@ -233,7 +234,7 @@ interface Waiter {
 }
 
 interface Entry {
-  readonly json: string;
+  readonly frame: Buffer;
   readonly bytes: number;
   readonly ingestId: string;
   readonly waiter: Waiter;
@@ -317,22 +318,21 @@ export class NatsQueue implements RecordQueue {
     return this.opts.stream;
   }
 
-  publish(records: readonly AcceptedRecord[]): Promise<void> {
+  publish(records: readonly OutgoingRecord[]): Promise<void> {
     if (this.closing) return Promise.reject(new DrisError('dependency_unavailable', 'NATS queue is closed'));
     if (records.length === 0) return Promise.resolve();
     if (this.pendingPublishes >= this.opts.maxPendingPublishes) {
       return Promise.reject(new DrisError('overloaded', 'too many queue publishes in progress'));
     }
-    const serialized: { json: string; bytes: number; record: AcceptedRecord }[] = [];
+    const serialized: { frame: Buffer; record: OutgoingRecord }[] = [];
     let total = 0;
     for (const record of records) {
-      const json = JSON.stringify(record);
-      const bytes = Buffer.byteLength(json, 'utf8');
-      if (bytes + 2 > this.maxBodyBytes) {
+      const frame = encodeFrame(record);
+      if (frame.length + FORMAT_BYTES > this.maxBodyBytes) {
         return Promise.reject(new DrisError('payload_too_large', 'record exceeds the queue message size limit'));
       }
-      serialized.push({ json, bytes, record });
-      total += bytes;
+      serialized.push({ frame, record });
+      total += frame.length;
     }
     if (this.pendingBytes + total > this.opts.maxPendingBytes) {
       return Promise.reject(new DrisError('overloaded', 'too many queued bytes in progress'));
@@ -355,15 +355,14 @@ export class NatsQueue implements RecordQueue {
       };
       for (const s of serialized) {
         const subject = recordSubject(this.opts.subjectPrefix, s.record.tenantId, s.record.clientId);
-        this.enqueue(subject, { json: s.json, bytes: s.bytes, ingestId: s.record.ingestId, waiter });
+        this.enqueue(subject, { frame: s.frame, bytes: s.frame.length, ingestId: s.record.ingestId, waiter });
       }
     });
   }
 
   private enqueue(subject: string, entry: Entry): void {
     let buffer = this.buffers.get(subject);
-    // +1 per entry for the separating comma, +2 for the brackets.
-    if (buffer !== undefined && buffer.bytes + entry.bytes + buffer.entries.length + 2 > this.maxBodyBytes) {
+    if (buffer !== undefined && buffer.bytes + entry.bytes + FORMAT_BYTES > this.maxBodyBytes) {
       this.sendBuffer(buffer);
       buffer = undefined;
     }
@@ -430,7 +429,7 @@ export class NatsQueue implements RecordQueue {
 
   /** Sends one message and settles its callers; never rejects. */
   private async send(subject: string, entries: readonly Entry[]): Promise<void> {
-    const body = Buffer.from(`[${entries.map((e) => e.json).join(',')}]`, 'utf8');
+    const body = encodeMessage(entries.map((e) => e.frame));
     // Derived from the records' ingestIds: every retry of this message carries the same id and
     // the stream stores it once; so does a caller's retry whose records again form one message.
     const hash = createHash('sha256');
@@ -606,12 +605,7 @@ class NatsDelivery implements Delivery {
 
 function parseRecords(msg: JsMsg): AcceptedRecord[] | null {
   try {
-    const value: unknown = JSON.parse(Buffer.from(msg.data.buffer, msg.data.byteOffset, msg.data.byteLength).toString('utf8'));
-    if (!Array.isArray(value)) return null;
-    for (const r of value) {
-      if (typeof r !== 'object' || r === null || typeof (r as { ingestId?: unknown }).ingestId !== 'string') return null;
-    }
-    return value as AcceptedRecord[];
+    return decodeMessage(msg.data);
   } catch {
     return null;
   }

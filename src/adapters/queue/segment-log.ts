@@ -1,14 +1,19 @@
 import { closeSync, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, mkdirSync, openSync, readdirSync, readSync, unlinkSync, writev } from 'node:fs';
 import { promisify } from 'node:util';
+import { crc32 } from 'node:zlib';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 
 /**
  * An append-only log of messages in segment files, each message framed as
- * [u32 length][u32 crc32c-free checksum][f64 seq][payload]. Appends are group-committed: all
- * appends that arrive while a write is in progress are written with one writev and made durable
- * with one fdatasync, so durability costs one disk flush per group, not per message.
+ * [u32 length][u32 checksum][f64 seq][payload]. Appends are group-committed: all appends that
+ * arrive while a write is in progress are written with one writev and made durable with one
+ * fdatasync, so durability costs one disk flush per group, not per message.
  * A torn tail (a crash in the middle of a write) is cut off when the log is opened.
+ *
+ * Segments are `<firstSeq>.seg`, checksummed with CRC-32 (zlib's, hardware-assisted). Segments of
+ * the earlier format, `<firstSeq>.log` with FNV-1a, are still read and never appended to: a log
+ * opened on them starts a new segment for its next append.
  */
 
 const writevAsync = promisify(writev);
@@ -18,20 +23,28 @@ const HEADER = 16;
 const SEGMENT_BYTES = 64 * 1024 * 1024;
 /** Recently appended payloads kept in memory: consumers that keep up never read the disk. */
 const TAIL_CACHE_BYTES = 64 * 1024 * 1024;
+const SEGMENT_FILE = /^(\d{16})\.(seg|log)$/;
 
-function checksum(buf: Uint8Array): number {
-  // FNV-1a over the payload: detects torn or garbage tails; this is not an integrity hash.
+type Checksum = (buf: Uint8Array) => number;
+
+/** Detects torn or garbage tails; not an integrity hash. */
+const checksum: Checksum = (buf) => crc32(buf);
+
+/** The checksum of `.log` segments. */
+const legacyChecksum: Checksum = (buf) => {
   let h = 0x811c9dc5;
   for (let i = 0; i < buf.length; i++) {
     h ^= buf[i] ?? 0;
     h = Math.imul(h, 0x01000193);
   }
   return h >>> 0;
-}
+};
 
 interface Segment {
   readonly firstSeq: number;
   readonly file: string;
+  /** A `.log` segment: read, never appended to. */
+  readonly legacy: boolean;
   /** Seq of the last message in the segment; firstSeq - 1 when empty. */
   lastSeq: number;
   size: number;
@@ -57,9 +70,14 @@ export class SegmentLog {
   private flushing = false;
   private closed = false;
   private readonly listeners = new Set<() => void>();
-  /** seq → payload of the latest durable appends, oldest first, at most TAIL_CACHE_BYTES. */
+  /**
+   * seq → payload of the latest durable appends, at most TAIL_CACHE_BYTES: the seqs from
+   * `tailFirst` up, with gaps where a payload was too large to keep. Evicted from `tailFirst` by
+   * key, never by iterating: a Map's iteration walks the holes its deletions leave.
+   */
   private readonly tail = new Map<number, Buffer>();
   private tailBytes = 0;
+  private tailFirst = 1;
 
   private constructor(private readonly dir: string) {}
 
@@ -164,41 +182,46 @@ export class SegmentLog {
       this.tail.set(seqs[i]!, payload);
       this.tailBytes += payload.length;
     }
-    while (this.tailBytes > TAIL_CACHE_BYTES) {
-      const first = this.tail.entries().next();
-      if (first.done === true) break;
-      this.tail.delete(first.value[0]);
-      this.tailBytes -= first.value[1].length;
-    }
+    const last = seqs.at(-1) ?? 0;
+    while (this.tailBytes > TAIL_CACHE_BYTES && this.tailFirst <= last) this.forget(this.tailFirst++);
+  }
+
+  private forget(seq: number): void {
+    const cached = this.tail.get(seq);
+    if (cached === undefined) return;
+    this.tail.delete(seq);
+    this.tailBytes -= cached.length;
   }
 
   private activeSegment(): Segment {
     const seg = this.segments.at(-1);
-    if (seg !== undefined && this.fd >= 0) return seg;
+    if (seg !== undefined && this.fd >= 0 && !seg.legacy) return seg;
     return this.roll();
   }
 
   private roll(): Segment {
     if (this.fd >= 0) closeSync(this.fd);
     const firstSeq = this.lastSeq + 1;
-    const file = path.join(this.dir, `${String(firstSeq).padStart(16, '0')}.log`);
+    const file = path.join(this.dir, `${String(firstSeq).padStart(16, '0')}.seg`);
     this.fd = openSync(file, 'a+');
-    const seg: Segment = { firstSeq, file, lastSeq: firstSeq - 1, size: 0, offsets: [] };
+    const seg: Segment = { firstSeq, file, legacy: false, lastSeq: firstSeq - 1, size: 0, offsets: [] };
     this.segments.push(seg);
     return seg;
   }
 
   private load(): void {
     const files = readdirSync(this.dir)
-      .filter((f) => /^\d{16}\.log$/.test(f))
-      .sort();
-    for (const f of files) {
-      const file = path.join(this.dir, f);
-      const firstSeq = Number(f.slice(0, 16));
-      const seg: Segment = { firstSeq, file, lastSeq: firstSeq - 1, size: 0, offsets: [] };
+      .map((f) => SEGMENT_FILE.exec(f))
+      .filter((m): m is RegExpExecArray => m !== null)
+      .sort((a, b) => Number(a[1]) - Number(b[1]));
+    for (const m of files) {
+      const file = path.join(this.dir, m[0]);
+      const firstSeq = Number(m[1]);
+      const legacy = m[2] === 'log';
+      const seg: Segment = { firstSeq, file, legacy, lastSeq: firstSeq - 1, size: 0, offsets: [] };
       const fd = openSync(file, 'r+');
       try {
-        const { size, lastSeq } = scanSegment(fd, firstSeq, seg.offsets);
+        const { size, lastSeq } = scanSegment(fd, firstSeq, seg.offsets, legacy ? legacyChecksum : checksum);
         if (size < fstatSync(fd).size) {
           ftruncateSync(fd, size);
           fdatasyncSync(fd);
@@ -210,8 +233,9 @@ export class SegmentLog {
       }
       this.segments.push(seg);
     }
+    this.tailFirst = this.lastSeq + 1;
     const last = this.segments.at(-1);
-    if (last !== undefined) this.fd = openSync(last.file, 'a+');
+    if (last !== undefined && !last.legacy) this.fd = openSync(last.file, 'a+');
   }
 
   /** Reads up to maxEntries messages starting at seq `from`; stops at the durable end. */
@@ -277,11 +301,9 @@ export class SegmentLog {
       if (seg === undefined || seg.lastSeq >= seq) break;
       this.segments.shift();
       unlinkSync(seg.file);
-      for (let q = seg.firstSeq; q <= seg.lastSeq; q++) {
-        const cached = this.tail.get(q);
-        if (cached === undefined) continue;
-        this.tail.delete(q);
-        this.tailBytes -= cached.length;
+      if (this.tailFirst <= seg.lastSeq) {
+        for (let q = this.tailFirst; q <= seg.lastSeq; q++) this.forget(q);
+        this.tailFirst = seg.lastSeq + 1;
       }
     }
   }
@@ -294,7 +316,7 @@ export class SegmentLog {
   }
 }
 
-function scanSegment(fd: number, firstSeq: number, offsets: number[]): { size: number; lastSeq: number } {
+function scanSegment(fd: number, firstSeq: number, offsets: number[], sum: Checksum): { size: number; lastSeq: number } {
   const total = fstatSync(fd).size;
   const header = Buffer.alloc(HEADER);
   let pos = 0;
@@ -302,11 +324,11 @@ function scanSegment(fd: number, firstSeq: number, offsets: number[]): { size: n
   while (pos + HEADER <= total) {
     if (readSync(fd, header, 0, HEADER, pos) < HEADER) break;
     const len = header.readUInt32LE(0);
-    const sum = header.readUInt32LE(4);
+    const expected = header.readUInt32LE(4);
     const seq = header.readDoubleLE(8);
     if (pos + HEADER + len > total || seq !== lastSeq + 1) break;
     const payload = Buffer.allocUnsafe(len);
-    if (readSync(fd, payload, 0, len, pos + HEADER) < len || checksum(payload) !== sum) break;
+    if (readSync(fd, payload, 0, len, pos + HEADER) < len || sum(payload) !== expected) break;
     offsets.push(pos);
     lastSeq = seq;
     pos += HEADER + len;

@@ -16,6 +16,8 @@ export interface PreparedPayload {
   readonly canonical: string;
   /** SHA-256 of the canonical text, lowercase hex. */
   readonly payloadHash: string;
+  /** The canonical text's UTF-8 bytes, when the backend holds them: stored as they are, never decoded. */
+  readonly canonicalBytes?: Uint8Array;
 }
 
 export interface PreparedBody {

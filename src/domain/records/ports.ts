@@ -1,4 +1,4 @@
-import type { AcceptedRecord, Page, RecordQuery, RecordSummary } from './types.js';
+import type { AcceptedRecord, OutgoingRecord, Page, RecordQuery, RecordSummary } from './types.js';
 
 /**
  * Ports of the record pipeline. Domain and application code depend on these interfaces only;
@@ -42,7 +42,7 @@ export interface RecordQueue {
    * which is what a 202 promises. Records of concurrent calls may be coalesced into one message.
    * A publish retried after a lost acknowledgement is not stored twice.
    */
-  publish(records: readonly AcceptedRecord[]): Promise<void>;
+  publish(records: readonly OutgoingRecord[]): Promise<void>;
   /** Consumes with a handler; the handler acks or naks each delivery. */
   consume(options: ConsumeOptions, handler: (deliveries: readonly Delivery[]) => Promise<void>): Subscription;
   /** Health probe: throws a DrisError when the queue cannot accept publishes. */

@@ -124,6 +124,14 @@ export interface AcceptedRecord extends RecordEnvelope {
   correlationId: string;
 }
 
+/**
+ * A record as ingestion publishes it: its payload as the UTF-8 bytes of the canonical text that
+ * was hashed, which the queue stores as they are. Consumers receive it as an AcceptedRecord.
+ */
+export interface OutgoingRecord extends Omit<AcceptedRecord, 'payload'> {
+  readonly payloadBytes: Uint8Array;
+}
+
 /** A record summary as listed by QueryRecords. */
 export interface RecordSummary {
   ingestId: string;

@@ -1,0 +1,64 @@
+import t from 'tap';
+import { decodeMessage, encodeFrame, encodeMessage } from '../../src/adapters/queue/record-codec.js';
+import type { AcceptedRecord } from '../../src/domain/records/types.js';
+import { consumed, queued } from '../harness/records.js';
+
+const rec = (i: number, payload: string): AcceptedRecord => ({
+  hashScheme: 'dris-v1',
+  tenantId: 'tenant-ü',
+  database: 'db',
+  collection: 'c',
+  recordId: `r${i}`,
+  recordVersion: '1',
+  operationType: 'insert',
+  sourceTimestamp: i % 2 === 0 ? null : '2026-01-01T00:00:00Z',
+  payloadHash: 'a'.repeat(64),
+  salt: 'b'.repeat(32),
+  ingestId: `id-${i}`,
+  clientId: 'app',
+  keyId: 'k1',
+  recordHash: 'c'.repeat(64),
+  acceptedAt: '2026-11-23T00:00:00.000Z',
+  payload,
+  idempotencyKey: i === 1 ? 'key "quoted"' : null,
+  correlationId: 'corr',
+});
+
+// Payloads with quotes, escapes, astral characters and an empty object: stored byte for byte.
+const payloads = ['{}', '{"a":"x\\"y","b":[1,2.5,-0.001]}', '{"emoji":"😀","nl":"\\n","ü":"é"}', `{"big":"${'x'.repeat(70_000)}"}`];
+
+void t.test('records survive a message unchanged, payload bytes included', (t) => {
+  const records = payloads.map((p, i) => queued(rec(i, p)));
+  const message = encodeMessage(records.map(encodeFrame));
+  t.equal(message[0], 0x01, 'the format byte leads');
+  const back = decodeMessage(message);
+  t.same(back, records.map(consumed));
+  for (const [i, r] of back.entries()) t.equal(Buffer.byteLength(r.payload, 'utf8'), records[i]?.payloadBytes.byteLength, `payload ${i} keeps its length`);
+  // A message read from a larger buffer (a view of a segment) decodes the same.
+  const framed = Buffer.concat([Buffer.from('junk'), message, Buffer.from('tail')]);
+  t.same(decodeMessage(framed.subarray(4, 4 + message.length)), records.map(consumed));
+  t.end();
+});
+
+void t.test('messages of the earlier JSON format still decode', (t) => {
+  const records = [rec(1, '{"a":1}'), rec(2, '{}')];
+  t.same(decodeMessage(Buffer.from(JSON.stringify(records))), records);
+  t.end();
+});
+
+void t.test('damaged or foreign messages are refused, never half read', (t) => {
+  const message = encodeMessage([encodeFrame(queued(rec(1, '{"a":1}')))]);
+  for (const cut of [2, 4, 10, message.length - 1]) t.throws(() => decodeMessage(message.subarray(0, cut)), `cut at ${cut}`);
+  t.throws(() => decodeMessage(Buffer.alloc(0)));
+  t.throws(() => decodeMessage(Buffer.from([0x02, 0, 0, 0, 0])), 'an unknown format');
+  t.throws(() => decodeMessage(Buffer.from('[{"recordId":"x"}]')), 'legacy records without ingestId');
+  t.throws(() => decodeMessage(Buffer.from('{"ingestId":"x"}')), 'not an array');
+  const noId = Buffer.from('{"recordId":"x"}');
+  const frame = Buffer.alloc(8 + noId.length);
+  frame.writeUInt32LE(noId.length, 0);
+  noId.copy(frame, 4);
+  frame.writeUInt32LE(0, 4 + noId.length);
+  t.throws(() => decodeMessage(encodeMessage([frame])), 'a frame without ingestId');
+  t.same(decodeMessage(encodeMessage([])), [], 'an empty message holds no records');
+  t.end();
+});
