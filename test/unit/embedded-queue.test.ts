@@ -202,3 +202,33 @@ t.test('a queue written in the earlier format drains after an upgrade, and later
   t.same(seen, ['id-1:{}', 'id-2:{}', 'id-3:{}']);
   await q.close();
 });
+
+t.test('unacked messages come back after their ack wait in delivery order; one given back for long does not hold the others', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'dris-q-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const q = EmbeddedQueue.open({ dir, consumers: ['indexer'], maxPendingPublishes: 1000 });
+  for (let i = 1; i <= 5; i++) await q.publish([rec(i)]);
+  const seen: string[] = [];
+  const sub = collect(
+    q,
+    (ds) => {
+      for (const d of ds) {
+        const id = d.records[0]?.ingestId ?? '';
+        seen.push(`${id}#${d.deliveryCount}`);
+        if (d.deliveryCount === 1 && id === 'id-1') d.nak(60_000); // back much later
+        else if (d.deliveryCount === 1 && id === 'id-2') d.nak(0); // back at once
+        else if (d.deliveryCount >= 2) void d.ack();
+        // id-3..5, first delivery: neither acked nor given back; the ack wait brings them back
+      }
+    },
+    { consumer: 'indexer', maxBatch: 2, maxInFlight: 100, ackWaitMs: 150 },
+  );
+  await until(() => seen.filter((s) => s.endsWith('#2')).length === 4);
+  await sub.stop();
+  const again = seen.filter((s) => s.endsWith('#2'));
+  t.same(again[0], 'id-2#2', 'the message given back at once comes first');
+  t.same(again.slice(1), ['id-3#2', 'id-4#2', 'id-5#2'], 'then the expired ones, oldest delivery first');
+  t.notOk(seen.includes('id-1#2'), 'the one given back for a minute stays back');
+  t.equal(q.positions().consumers['indexer'], 0, 'id-1 is unacked, so the floor stays');
+  await q.close();
+});

@@ -25,14 +25,20 @@ export interface EmbeddedQueueOptions {
 interface InFlight {
   readonly records: readonly AcceptedRecord[];
   deliveryCount: number;
-  /** Time after which the message is handed out again, epoch ms; 0 while it is in a handler. */
+  /** Time after which the message is handed out again, epoch ms. */
   dueAtMs: number;
 }
 
 class ConsumerState {
   ackFloor: number;
   readonly acked = new Set<number>();
+  /**
+   * Delivered and not acked, in the order of their last delivery, so their ack-wait deadlines
+   * ascend and the due ones are found from the front. Messages given back (nak) carry a deadline
+   * of their own and are also listed in `given`.
+   */
   readonly inFlight = new Map<number, InFlight>();
+  readonly given = new Set<number>();
   nextRead: number;
   private persistTimer: NodeJS.Timeout | null = null;
 
@@ -53,6 +59,7 @@ class ConsumerState {
   ack(seq: number): boolean {
     if (seq <= this.ackFloor) return false;
     this.inFlight.delete(seq);
+    this.given.delete(seq);
     this.acked.add(seq);
     let advanced = false;
     while (this.acked.delete(this.ackFloor + 1)) {
@@ -141,13 +148,28 @@ export class EmbeddedQueue implements RecordQueue {
       const now = Date.now();
       const out: Delivery[] = [];
       // Redeliveries first: a message given back or past its ack wait goes out before new ones.
+      const due: number[] = [];
+      for (const seq of state.given) {
+        if (due.length >= options.maxBatch) break;
+        const f = state.inFlight.get(seq);
+        if (f === undefined) state.given.delete(seq);
+        else if (f.dueAtMs <= now) due.push(seq);
+      }
       for (const [seq, f] of state.inFlight) {
-        if (out.length >= options.maxBatch) break;
-        if (f.dueAtMs !== 0 && f.dueAtMs <= now) {
-          f.deliveryCount += 1;
-          f.dueAtMs = 0;
-          out.push(this.delivery(state, seq, f, options.ackWaitMs));
-        }
+        if (due.length >= options.maxBatch) break;
+        if (state.given.has(seq)) continue;
+        if (f.dueAtMs > now) break;
+        due.push(seq);
+      }
+      for (const seq of due) {
+        const f = state.inFlight.get(seq);
+        if (f === undefined) continue;
+        state.given.delete(seq);
+        // To the back: it is the most recently delivered now.
+        state.inFlight.delete(seq);
+        state.inFlight.set(seq, f);
+        f.deliveryCount += 1;
+        out.push(this.delivery(state, seq, f, options.ackWaitMs));
       }
       const room = Math.min(options.maxBatch - out.length, options.maxInFlight - state.inFlight.size);
       if (room > 0 && state.nextRead <= this.log.lastSeq) {
@@ -190,7 +212,13 @@ export class EmbeddedQueue implements RecordQueue {
           }
           continue;
         }
-        const soonest = [...state.inFlight.values()].reduce((m, f) => (f.dueAtMs > 0 ? Math.min(m, f.dueAtMs) : m), Infinity);
+        let soonest = Infinity;
+        for (const seq of state.given) soonest = Math.min(soonest, state.inFlight.get(seq)?.dueAtMs ?? Infinity);
+        for (const [seq, f] of state.inFlight) {
+          if (state.given.has(seq)) continue;
+          soonest = Math.min(soonest, f.dueAtMs);
+          break;
+        }
         await new Promise<void>((resolve) => {
           wake = resolve;
           this.wakers.add(resolve);
@@ -230,7 +258,10 @@ export class EmbeddedQueue implements RecordQueue {
       },
       nak: (delayMs = 0) => {
         const cur = state.inFlight.get(seq);
-        if (cur !== undefined) cur.dueAtMs = Date.now() + Math.max(1, delayMs);
+        if (cur !== undefined) {
+          cur.dueAtMs = Date.now() + Math.max(1, delayMs);
+          state.given.add(seq);
+        }
         this.wakeAll();
       },
     };

@@ -1,0 +1,200 @@
+import t from 'tap';
+import { Indexer, type IndexerOptions } from '../../src/app/indexer.js';
+import type { AuditEvent, AuditLog } from '../../src/domain/audit/ports.js';
+import type { ConsumeOptions, Delivery, RecordIndex, RecordQueue, Subscription } from '../../src/domain/records/ports.js';
+import type { AcceptedRecord } from '../../src/domain/records/types.js';
+
+const rec = (i: number): AcceptedRecord => ({
+  hashScheme: 'dris-v1',
+  tenantId: 't',
+  database: 'd',
+  collection: 'c',
+  recordId: `r${i}`,
+  recordVersion: '1',
+  operationType: 'upsert',
+  sourceTimestamp: null,
+  payloadHash: 'p'.repeat(64),
+  salt: 's'.repeat(32),
+  ingestId: `id-${i}`,
+  clientId: 'c',
+  keyId: 'k',
+  recordHash: 'h'.repeat(64),
+  acceptedAt: new Date(0).toISOString(),
+  payload: '{}',
+  idempotencyKey: null,
+  correlationId: 'x',
+});
+
+interface FakeDelivery extends Delivery {
+  acked: boolean;
+  nakedMs: number | null;
+}
+
+function delivery(seq: number, records: AcceptedRecord[], deliveryCount = 1): FakeDelivery {
+  const d: FakeDelivery = {
+    records,
+    seq,
+    deliveryCount,
+    acked: false,
+    nakedMs: null,
+    ack: () => {
+      d.acked = true;
+      return Promise.resolve();
+    },
+    nak: (ms = 0) => {
+      d.nakedMs = ms;
+    },
+  };
+  return d;
+}
+
+/** A queue whose deliveries the test hands to the consumer itself. */
+class HandQueue implements RecordQueue {
+  handler: ((deliveries: readonly Delivery[]) => Promise<void>) | null = null;
+  options: ConsumeOptions | null = null;
+  publish(): Promise<void> {
+    return Promise.resolve();
+  }
+  consume(options: ConsumeOptions, handler: (deliveries: readonly Delivery[]) => Promise<void>): Subscription {
+    this.options = options;
+    this.handler = handler;
+    return { stop: () => Promise.resolve() };
+  }
+  deliver(deliveries: Delivery[]): Promise<void> {
+    if (this.handler === null) throw new Error('not consuming');
+    return this.handler(deliveries);
+  }
+  check(): Promise<void> {
+    return Promise.resolve();
+  }
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+/** An index recording its writes; a write completes when the test releases it. */
+class GatedIndex implements Pick<RecordIndex, 'insertRecords'>, Pick<AuditLog, 'append'> {
+  readonly writes: string[][] = [];
+  readonly audited: string[] = [];
+  failNext = false;
+  inProgress = 0;
+  maxInProgress = 0;
+  private gates: (() => void)[] = [];
+  gated = false;
+
+  async insertRecords(records: readonly AcceptedRecord[]): Promise<void> {
+    this.inProgress++;
+    this.maxInProgress = Math.max(this.maxInProgress, this.inProgress);
+    try {
+      if (this.gated) await new Promise<void>((resolve) => this.gates.push(resolve));
+      if (this.failNext) {
+        this.failNext = false;
+        throw new Error('index down');
+      }
+      this.writes.push(records.map((r) => r.ingestId));
+    } finally {
+      this.inProgress--;
+    }
+  }
+  append(events: readonly AuditEvent[]): Promise<void> {
+    this.audited.push(...events.map((e) => e.eventId));
+    return Promise.resolve();
+  }
+  release(): void {
+    for (const g of this.gates.splice(0)) g();
+  }
+}
+
+const options = (o: Partial<IndexerOptions> = {}): IndexerOptions => ({
+  consumer: 'indexer',
+  maxBatch: 10,
+  maxInFlight: 100,
+  ackWaitMs: 60_000,
+  retryBaseMs: 500,
+  maxWriteRecords: 4,
+  lingerMs: 30,
+  ...o,
+});
+
+function setup(o: Partial<IndexerOptions> = {}): { queue: HandQueue; index: GatedIndex; indexer: Indexer } {
+  const queue = new HandQueue();
+  const index = new GatedIndex();
+  const indexer = new Indexer(queue, index as unknown as RecordIndex, options(o), index as unknown as AuditLog);
+  indexer.start();
+  return { queue, index, indexer };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+void t.test('small deliveries are gathered into one write, acked only once it is done', async (t) => {
+  const { queue, index, indexer } = setup({ lingerMs: 60_000 });
+  const ds = [delivery(1, [rec(1)]), delivery(2, [rec(2)]), delivery(3, [rec(3)])];
+  await queue.deliver([ds[0] as Delivery]);
+  await queue.deliver([ds[1] as Delivery, ds[2] as Delivery]);
+  t.same(index.writes, [], 'three records wait for a fourth');
+  t.notOk(ds.some((d) => d.acked), 'nothing acked before its write');
+  const last = delivery(4, [rec(4), rec(5)]);
+  await queue.deliver([last]);
+  t.same(index.writes, [['id-1', 'id-2', 'id-3', 'id-4', 'id-5']], 'one write for all');
+  t.ok([...ds, last].every((d) => d.acked), 'all acked after it');
+  t.same(index.audited, ['ingest:id-1', 'ingest:id-2', 'ingest:id-3', 'ingest:id-4', 'ingest:id-5']);
+  t.equal(indexer.indexedCount, 5);
+  await indexer.stop();
+});
+
+void t.test('a lone record is written once the linger time has passed', async (t) => {
+  const { queue, index, indexer } = setup({ lingerMs: 20 });
+  const d = delivery(1, [rec(1)]);
+  await queue.deliver([d]);
+  t.same(index.writes, []);
+  for (let i = 0; i < 100 && index.writes.length === 0; i++) await sleep(10);
+  t.same(index.writes, [['id-1']]);
+  t.ok(d.acked);
+  await indexer.stop();
+});
+
+void t.test('a failed write naks its deliveries with a backoff and acks none', async (t) => {
+  const { queue, index, indexer } = setup({ retryBaseMs: 100 });
+  index.failNext = true;
+  const ds = [delivery(1, [rec(1), rec(2)]), delivery(2, [rec(3), rec(4)], 3)];
+  await queue.deliver(ds);
+  t.same(index.writes, []);
+  t.notOk(ds.some((d) => d.acked));
+  t.same(
+    ds.map((d) => d.nakedMs),
+    [400, 400],
+    'the backoff follows the most delivered message (3rd delivery: 100 * 2^2)',
+  );
+  await indexer.stop();
+});
+
+void t.test('one write at a time; deliveries arriving meanwhile form the next one', async (t) => {
+  const { queue, index, indexer } = setup();
+  index.gated = true;
+  const first = queue.deliver([delivery(1, [rec(1), rec(2), rec(3), rec(4)])]);
+  await sleep(5);
+  const second = queue.deliver([delivery(2, [rec(5), rec(6), rec(7), rec(8)])]);
+  await sleep(5);
+  t.equal(index.inProgress, 1, 'the second write waits');
+  index.release();
+  await first;
+  await sleep(5);
+  index.release();
+  await second;
+  t.equal(index.maxInProgress, 1);
+  t.same(index.writes, [
+    ['id-1', 'id-2', 'id-3', 'id-4'],
+    ['id-5', 'id-6', 'id-7', 'id-8'],
+  ]);
+  await indexer.stop();
+});
+
+void t.test('stop writes what is held', async (t) => {
+  const { queue, index, indexer } = setup({ lingerMs: 60_000 });
+  const d = delivery(1, [rec(1)]);
+  await queue.deliver([d]);
+  await indexer.stop();
+  t.same(index.writes, [['id-1']]);
+  t.ok(d.acked);
+  t.equal(queue.options?.maxInFlight, 100, 'the in-flight bound is the queue consumer option');
+});
