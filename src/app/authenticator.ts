@@ -70,6 +70,23 @@ export class Authenticator {
     return key;
   }
 
+  /**
+   * The principal of a key already checked against the record cached now, still fresh, not
+   * revoked and not expired: what authenticate() would answer, without waiting. undefined
+   * whenever authenticate() has more to do (a look-up, a secret check, an error to raise).
+   */
+  authenticateNow(apiKey: string | undefined): Principal | undefined {
+    if (apiKey === undefined) return undefined;
+    const known = this.verified.get(apiKey);
+    if (known === undefined) return undefined;
+    const cached = this.cache.get(known.key.keyId);
+    const now = this.now();
+    if (cached === undefined || cached.key !== known.key || now - cached.fetchedAtMs >= this.options.refreshMs) return undefined;
+    const key = known.key;
+    if ((key.revokedAtMs !== null && key.revokedAtMs <= now) || (key.expiresAtMs !== null && key.expiresAtMs <= now)) return undefined;
+    return known.principal;
+  }
+
   async authenticate(apiKey: string | undefined): Promise<Principal> {
     if (apiKey === undefined || apiKey === '') throw new DrisError('missing_api_key', 'the X-API-Key header is required');
     const parsed = parseKey(apiKey);

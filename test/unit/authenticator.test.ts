@@ -74,3 +74,36 @@ t.test('tenancy', async (t) => {
   t.doesNotThrow(() => assertTenant(p, 'globex'));
   t.throws(() => assertTenant(p, 'initech'), { code: 'forbidden_tenant' });
 });
+
+t.test('authenticateNow answers only what authenticate would answer without waiting', async (t) => {
+  let now = 1000;
+  const store = new MemoryKeys();
+  const g = generateKey();
+  const other = generateKey();
+  await store.putKey(keyRecord(g, { expiresAtMs: 20_000 }));
+  const auth = new Authenticator(store, { refreshMs: 5000, now: () => now });
+  t.equal(auth.authenticateNow(g.apiKey), undefined, 'never checked: the store must be asked');
+  t.equal(auth.authenticateNow(undefined), undefined);
+  t.equal(auth.authenticateNow(other.apiKey), undefined);
+  const p = await auth.authenticate(g.apiKey);
+  t.equal(auth.authenticateNow(g.apiKey), p, 'checked and fresh: the same principal at once');
+  t.equal(auth.authenticateNow(`${g.apiKey}x`), undefined, 'another text is not the checked key');
+  now = 6000;
+  t.equal(auth.authenticateNow(g.apiKey), undefined, 'the cached record is stale');
+  t.equal(await auth.authenticate(g.apiKey), p, 'rereading the same record keeps the principal');
+  t.equal(auth.authenticateNow(g.apiKey), p);
+  await store.putKey(keyRecord(g, { revokedAtMs: 6500, expiresAtMs: 20_000 }));
+  now = 12_000;
+  t.equal(await codeOf(auth.authenticate(g.apiKey)), 'revoked_api_key');
+  t.equal(auth.authenticateNow(g.apiKey), undefined, 'a revoked key is never answered at once');
+  const h = generateKey();
+  await store.putKey(keyRecord(h, { expiresAtMs: 13_000 }));
+  await auth.authenticate(h.apiKey);
+  t.ok(auth.authenticateNow(h.apiKey));
+  now = 13_000;
+  t.equal(auth.authenticateNow(h.apiKey), undefined, 'expired while cached');
+  t.equal(await codeOf(auth.authenticate(h.apiKey)), 'expired_api_key');
+  now = 12_000;
+  auth.invalidate(h.keyId);
+  t.equal(auth.authenticateNow(h.apiKey), undefined, 'invalidated');
+});

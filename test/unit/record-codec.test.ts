@@ -1,5 +1,5 @@
 import t from 'tap';
-import { decodeMessage, encodeFrame, encodeMessage } from '../../src/adapters/queue/record-codec.js';
+import { decodeMessage, encodeFrame, encodeMessage, encodeRecords } from '../../src/adapters/queue/record-codec.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
 import { consumed, queued } from '../harness/records.js';
 
@@ -31,6 +31,7 @@ void t.test('records survive a message unchanged, payload bytes included', (t) =
   const records = payloads.map((p, i) => queued(rec(i, p)));
   const message = encodeMessage(records.map(encodeFrame));
   t.equal(message[0], 0x01, 'the format byte leads');
+  t.same(encodeRecords(records), message, 'one buffer or frames joined: the same bytes');
   const back = decodeMessage(message);
   t.same(back, records.map(consumed));
   for (const [i, r] of back.entries()) t.equal(Buffer.byteLength(r.payload, 'utf8'), records[i]?.payloadBytes.byteLength, `payload ${i} keeps its length`);

@@ -115,6 +115,10 @@ export class EmbeddedAdmissionStore implements AdmissionStore {
   }
 
   take(bucket: string, limit: number, windowMs: number, nowMs: number): Promise<RateDecision> {
+    return Promise.resolve(this.takeNow(bucket, limit, windowMs, nowMs));
+  }
+
+  takeNow(bucket: string, limit: number, windowMs: number, nowMs: number): RateDecision {
     const index = Math.floor(nowMs / windowMs);
     const resetAtMs = (index + 1) * windowMs;
     let w = this.windows.get(bucket);
@@ -122,9 +126,9 @@ export class EmbeddedAdmissionStore implements AdmissionStore {
       w = { index, count: 0 };
       this.windows.set(bucket, w);
     }
-    if (w.count >= limit) return Promise.resolve({ allowed: false, limit, remaining: 0, resetAtMs });
+    if (w.count >= limit) return { allowed: false, limit, remaining: 0, resetAtMs };
     w.count += 1;
-    return Promise.resolve({ allowed: true, limit, remaining: limit - w.count, resetAtMs });
+    return { allowed: true, limit, remaining: limit - w.count, resetAtMs };
   }
 
   private live(key: string): Stored | undefined {

@@ -4,7 +4,7 @@ import { DrisError } from '../../errors/dris-error.js';
 import type { AcceptedRecord, OutgoingRecord } from '../../domain/records/types.js';
 import type { ConsumeOptions, Delivery, RecordQueue, Subscription } from '../../domain/records/ports.js';
 import { componentLogger } from '../../util/logger.js';
-import { decodeMessage, encodeFrame, encodeMessage } from './record-codec.js';
+import { decodeMessage, encodeRecords } from './record-codec.js';
 import { SegmentLog } from './segment-log.js';
 
 /**
@@ -130,7 +130,7 @@ export class EmbeddedQueue implements RecordQueue {
     if (this.pendingPublishes >= this.options.maxPendingPublishes) throw new DrisError('overloaded', 'too many records awaiting the queue');
     this.pendingPublishes += 1;
     try {
-      await this.log.append(encodeMessage(records.map(encodeFrame)));
+      await this.log.append(encodeRecords(records));
     } catch (err) {
       throw new DrisError('dependency_unavailable', 'queue write failed', { cause: err });
     } finally {

@@ -15,50 +15,25 @@ import type { AcceptedRecord, OutgoingRecord } from '../../domain/records/types.
  */
 
 const FORMAT_FRAMES = 0x01;
+/** The bytes a message adds for its format, beside its frames. */
+export const MESSAGE_FORMAT_BYTES = 1;
 const LEGACY_JSON = 0x5b; // '['
 
 /** One record's frame; messages concatenate frames behind the format byte (`encodeMessage`). */
 export function encodeFrame(r: OutgoingRecord): Buffer {
-  // Members named one by one: a rest spread would copy the object first, and the payload bytes
-  // must not be serialised here.
-  const meta = Buffer.from(
-    JSON.stringify({
-      ingestId: r.ingestId,
-      hashScheme: r.hashScheme,
-      tenantId: r.tenantId,
-      clientId: r.clientId,
-      keyId: r.keyId,
-      database: r.database,
-      collection: r.collection,
-      recordId: r.recordId,
-      recordVersion: r.recordVersion,
-      operationType: r.operationType,
-      sourceTimestamp: r.sourceTimestamp,
-      payloadHash: r.payloadHash,
-      salt: r.salt,
-      recordHash: r.recordHash,
-      acceptedAt: r.acceptedAt,
-      idempotencyKey: r.idempotencyKey,
-      correlationId: r.correlationId,
-    }),
-    'utf8',
-  );
-  const payload = r.payloadBytes;
-  const frame = Buffer.allocUnsafe(8 + meta.length + payload.byteLength);
-  frame.writeUInt32LE(meta.length, 0);
-  meta.copy(frame, 4);
-  frame.writeUInt32LE(payload.byteLength, 4 + meta.length);
-  frame.set(payload, 8 + meta.length);
+  const meta = metaJson(r);
+  const frame = Buffer.allocUnsafe(frameLength(meta, r));
+  writeFrame(frame, 0, meta, r);
   return frame;
 }
 
 /** A message of frames made by `encodeFrame`, in publication order. */
 export function encodeMessage(frames: readonly Buffer[]): Buffer {
-  let total = 1;
+  let total = MESSAGE_FORMAT_BYTES;
   for (const f of frames) total += f.length;
   const out = Buffer.allocUnsafe(total);
   out[0] = FORMAT_FRAMES;
-  let at = 1;
+  let at = MESSAGE_FORMAT_BYTES;
   for (const f of frames) {
     f.copy(out, at);
     at += f.length;
@@ -66,8 +41,58 @@ export function encodeMessage(frames: readonly Buffer[]): Buffer {
   return out;
 }
 
-/** The bytes a message adds for its format, beside its frames. */
-export const MESSAGE_FORMAT_BYTES = 1;
+/** The message of these records, written in one buffer (what `encodeMessage(records.map(encodeFrame))` gives). */
+export function encodeRecords(records: readonly OutgoingRecord[]): Buffer {
+  const metas = records.map(metaJson);
+  let total = MESSAGE_FORMAT_BYTES;
+  for (let i = 0; i < records.length; i++) total += frameLength(metas[i] as string, records[i] as OutgoingRecord);
+  const out = Buffer.allocUnsafe(total);
+  out[0] = FORMAT_FRAMES;
+  let at = MESSAGE_FORMAT_BYTES;
+  for (let i = 0; i < records.length; i++) at = writeFrame(out, at, metas[i] as string, records[i] as OutgoingRecord);
+  return out;
+}
+
+function metaJson(r: OutgoingRecord): string {
+  // Members named one by one: a rest spread would copy the object first, and the payload bytes
+  // must not be serialised here.
+  return JSON.stringify({
+    ingestId: r.ingestId,
+    hashScheme: r.hashScheme,
+    tenantId: r.tenantId,
+    clientId: r.clientId,
+    keyId: r.keyId,
+    database: r.database,
+    collection: r.collection,
+    recordId: r.recordId,
+    recordVersion: r.recordVersion,
+    operationType: r.operationType,
+    sourceTimestamp: r.sourceTimestamp,
+    payloadHash: r.payloadHash,
+    salt: r.salt,
+    recordHash: r.recordHash,
+    acceptedAt: r.acceptedAt,
+    idempotencyKey: r.idempotencyKey,
+    correlationId: r.correlationId,
+  });
+}
+
+function frameLength(meta: string, r: OutgoingRecord): number {
+  return 8 + Buffer.byteLength(meta, 'utf8') + r.payloadBytes.byteLength;
+}
+
+/** Writes one frame at `at`; returns where the next one starts. */
+function writeFrame(out: Buffer, at: number, meta: string, r: OutgoingRecord): number {
+  const metaLength = out.write(meta, at + 4, 'utf8');
+  out.writeUInt32LE(metaLength, at);
+  let next = at + 4 + metaLength;
+  const payload = r.payloadBytes;
+  out.writeUInt32LE(payload.byteLength, next);
+  out.set(payload, next + 4);
+  next += 4 + payload.byteLength;
+  return next;
+}
+
 
 /** The records of a message; throws on bytes that are not one (a foreign or damaged message). */
 export function decodeMessage(bytes: Uint8Array): AcceptedRecord[] {

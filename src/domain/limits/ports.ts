@@ -16,6 +16,8 @@ export interface RateLimiter {
    * epoch; a denied request is not counted. One atomic decision per call.
    */
   take(bucket: string, limit: number, windowMs: number, nowMs: number): Promise<RateDecision>;
+  /** take(), answered at once: present when the limiter keeps its counters in this process. */
+  takeNow?(bucket: string, limit: number, windowMs: number, nowMs: number): RateDecision;
 }
 
 /** What an idempotency key holds. */
