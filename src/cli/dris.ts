@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/config.js';
-import type { DrisError} from '../errors/dris-error.js';
+import type { DrisError } from '../errors/dris-error.js';
 import { isDrisError } from '../errors/dris-error.js';
 import { setLogLevel } from '../util/logger.js';
 
@@ -112,21 +112,40 @@ async function call(target: { url: string; token: string }, method: string, rout
   return parsed;
 }
 
+/** parseArgs's refusals (unknown or incomplete options) answered with the usage, exit 2; anything else rethrown. */
+function usageOnArgError(err: unknown): never {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (err instanceof TypeError && typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')) {
+    fail(`dris: ${err.message.split('. ')[0] ?? err.message}\n${USAGE}`);
+  }
+  throw err;
+}
+
 async function keys(args: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: {
-      url: { type: 'string' },
-      'admin-token': { type: 'string' },
-      tenant: { type: 'string' },
-      client: { type: 'string' },
-      level: { type: 'string' },
-      expires: { type: 'string' },
-      'also-tenants': { type: 'string' },
-      'grace-seconds': { type: 'string' },
-    },
-  });
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        url: { type: 'string' },
+        'admin-token': { type: 'string' },
+        tenant: { type: 'string' },
+        client: { type: 'string' },
+        level: { type: 'string' },
+        expires: { type: 'string' },
+        'also-tenants': { type: 'string' },
+        'grace-seconds': { type: 'string' },
+      },
+    });
+  } catch (err) {
+    usageOnArgError(err);
+  }
+  const { values, positionals } = parsed;
   const opts = values as KeyOptions;
   const [sub, id] = positionals;
   const target = adminTarget(opts);
