@@ -9,10 +9,11 @@ import { startNats, startRedis } from '../test/harness/servers.js';
 /**
  * bench:ingest — POST /api/v1/records with a 1 KiB payload (keep-alive, 64 connections), bulk
  * ingest of 1000-record requests, and a bare uWebSockets.js handler answering 202 to the same
- * requests as the physical baseline, all in one run, embedded and with NATS + Redis.
+ * requests as the physical baseline, all in one run: embedded (every role in one process), with
+ * NATS + Redis, and the embedded front alone (DRIS_ROLES=api).
  * Load comes from wrk on the other core (server pinned to CPU 0, wrk to CPU 1 where taskset exists).
  *
- *   npm run bench:ingest [-- --duration 10 --modes embedded,nats-redis]
+ *   npm run bench:ingest [-- --duration 10 --modes embedded,nats-redis,embedded-api]
  */
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -113,7 +114,9 @@ async function benchService(svc: ServiceHandle, files: { single: string; bulk: s
 async function main(): Promise<void> {
   if (spawnSync('wrk', ['--version']).error !== undefined) throw new Error('wrk is required: apt-get install wrk');
   const seconds = Number(arg('duration', '10'));
-  const modes = arg('modes', 'embedded,nats-redis').split(',');
+  // embedded-api: the ingest front alone (DRIS_ROLES=api): acceptance made durable in the queue,
+  // with no indexer or anchorer sharing the core, as an API process of a cluster runs.
+  const modes = arg('modes', 'embedded,nats-redis,embedded-api').split(',');
   const dir = await mkdtemp(path.join(tmpdir(), 'dris-bench-'));
   const files = { single: path.join(dir, 'single.json'), bulk: path.join(dir, 'bulk.json'), lua: path.join(dir, 'post.lua') };
   await writeFile(files.single, singleBody());
@@ -131,6 +134,7 @@ async function main(): Promise<void> {
   for (const mode of modes) {
     const extra: Record<string, string> = {};
     const stops: (() => Promise<void>)[] = [];
+    if (mode === 'embedded-api') extra['DRIS_ROLES'] = 'api';
     if (mode === 'nats-redis') {
       const nats = await startNats();
       const redis = await startRedis();
