@@ -7,6 +7,10 @@
 //! name with an escape. The caller then runs the full parser, so every answer with an error, and
 //! every rare shape, still comes from one implementation. A success here is byte-identical to the
 //! full path: the Rust tests and the cross-backend property test hold it to that.
+//!
+//! Outside the payloads nothing is written: the envelope members are only checked, and the byte
+//! spans of the payload objects are kept so the envelope text (the body with each payload object
+//! replaced by `{}`) can be copied out without a second parse.
 
 use sha2::{Digest, Sha256};
 
@@ -73,6 +77,8 @@ struct Capture {
     present: bool,
     lengths: Vec<i32>,
     text: Vec<u8>,
+    /// Body offsets of each payload object captured, in order.
+    spans: Vec<(usize, usize)>,
 }
 
 struct Fast<'a> {
@@ -84,6 +90,8 @@ struct Fast<'a> {
     sorted: Vec<u8>,
     order: Vec<usize>,
     captures: [Capture; 3],
+    /// Member names (body offsets) of the objects being checked outside the payloads.
+    names: Vec<(usize, usize)>,
 }
 
 #[inline]
@@ -98,14 +106,14 @@ pub fn prepare(body: &[u8], bulk: bool) -> Option<Prepared> {
         pos: 0,
         bulk,
         num: ryu_js::Buffer::new(),
-        members: Vec::with_capacity(64),
+        members: Vec::new(),
         sorted: Vec::new(),
         order: Vec::new(),
         captures: Default::default(),
+        names: Vec::new(),
     };
-    let mut out = Vec::with_capacity(body.len());
     f.ws();
-    f.value(&mut out, 0, Role::Root).ok()?;
+    f.check(0, Role::Root).ok()?;
     f.ws();
     if f.pos != body.len() {
         return None;
@@ -115,7 +123,7 @@ pub fn prepare(body: &[u8], bulk: bool) -> Option<Prepared> {
         if single.present {
             single
         } else {
-            Capture { present: true, lengths: vec![-1], text: Vec::new() }
+            Capture { present: true, lengths: vec![-1], ..Default::default() }
         }
     } else if records.present {
         records
@@ -133,7 +141,15 @@ pub fn prepare(body: &[u8], bulk: bool) -> Option<Prepared> {
             at = end;
         }
     }
-    Some(Prepared { syntax_error: false, error_count: 0, errors_json: Vec::new(), canonical: chosen.text, lengths: chosen.lengths, hashes })
+    Some(Prepared {
+        syntax_error: false,
+        error_count: 0,
+        errors_json: Vec::new(),
+        canonical: chosen.text,
+        lengths: chosen.lengths,
+        hashes,
+        payload_spans: (!chosen.spans.is_empty()).then_some(chosen.spans),
+    })
 }
 
 impl<'a> Fast<'a> {
@@ -149,32 +165,173 @@ impl<'a> Fast<'a> {
         self.b.get(self.pos).copied().ok_or(Bail)
     }
 
-    fn value(&mut self, out: &mut Vec<u8>, depth: usize, role: Role) -> R<()> {
+    /// Checks the value at the cursor without writing it: the body outside the payloads.
+    fn check(&mut self, depth: usize, role: Role) -> R<()> {
         match self.peek()? {
             b'{' => {
                 if depth >= MAX_DEPTH {
                     return Err(Bail);
                 }
                 let Role::Payload(k) = role else {
-                    return self.object(out, depth + 1, role);
+                    return self.check_object(depth + 1, role);
                 };
-                // A payload is written straight into its capture: the text around it is only
-                // checked, never kept, so it need not hold the payload too.
+                let start = self.pos;
                 let mut text = std::mem::take(&mut self.captures[k as usize].text);
+                if text.capacity() == 0 {
+                    // Payloads are most of a body: growing by doubling would copy them repeatedly.
+                    text.reserve(self.b.len() - start);
+                }
                 let from = text.len();
-                let done = self.object(&mut text, depth + 1, role);
+                let done = self.object(&mut text, depth + 1);
                 let c = &mut self.captures[k as usize];
                 if let Some(last) = c.lengths.last_mut() {
                     *last = (text.len() - from) as i32;
                 }
                 c.text = text;
-                return done;
+                c.spans.push((start, self.pos));
+                done
             }
             b'[' => {
                 if depth >= MAX_DEPTH {
                     return Err(Bail);
                 }
-                self.array(out, depth + 1, role)?;
+                self.check_array(depth + 1, role)
+            }
+            b'"' => {
+                if self.plain_string()?.is_none() {
+                    self.escaped_string()?;
+                }
+                Ok(())
+            }
+            b't' => self.skip_literal(b"true"),
+            b'f' => self.skip_literal(b"false"),
+            b'n' => self.skip_literal(b"null"),
+            _ => self.check_number(),
+        }
+    }
+
+    fn skip_literal(&mut self, word: &[u8]) -> R<()> {
+        if self.b[self.pos..].starts_with(word) {
+            self.pos += word.len();
+            Ok(())
+        } else {
+            Err(Bail)
+        }
+    }
+
+    /// A number's I-JSON checks without its canonical spelling.
+    fn check_number(&mut self) -> R<()> {
+        let start = self.pos;
+        let end = scan_number(self.b, start).ok_or(Bail)?;
+        self.pos = end;
+        let text = &self.b[start..end];
+        let integer = !text.iter().any(|&c| c == b'.' || c == b'e' || c == b'E');
+        let digits = if text[0] == b'-' { &text[1..] } else { text };
+        if integer && digits.len() <= 15 {
+            return Ok(());
+        }
+        let v: f64 = std::str::from_utf8(text).map_err(|_| Bail)?.parse().map_err(|_| Bail)?;
+        if (integer && v.abs() > MAX_SAFE) || !v.is_finite() {
+            return Err(Bail);
+        }
+        Ok(())
+    }
+
+    fn check_array(&mut self, depth: usize, role: Role) -> R<()> {
+        self.pos += 1;
+        let list = match role {
+            Role::List(k) => {
+                self.captures[k as usize].present = true;
+                Some(k)
+            }
+            _ => None,
+        };
+        self.ws();
+        if self.peek()? == b']' {
+            self.pos += 1;
+            return Ok(());
+        }
+        loop {
+            let child = match list {
+                Some(k) => {
+                    self.captures[k as usize].lengths.push(-1);
+                    Role::Element(k)
+                }
+                None => Role::Other,
+            };
+            self.check(depth, child)?;
+            self.ws();
+            match self.peek()? {
+                b',' => {
+                    self.pos += 1;
+                    self.ws();
+                }
+                b']' => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                _ => return Err(Bail),
+            }
+        }
+    }
+
+    fn check_object(&mut self, depth: usize, role: Role) -> R<()> {
+        self.pos += 1;
+        self.ws();
+        if self.peek()? == b'}' {
+            self.pos += 1;
+            return Ok(());
+        }
+        let base = self.names.len();
+        loop {
+            if self.peek()? != b'"' {
+                return Err(Bail);
+            }
+            let (ks, ke) = self.plain_string()?.ok_or(Bail)?;
+            self.ws();
+            if self.peek()? != b':' {
+                return Err(Bail);
+            }
+            self.pos += 1;
+            self.ws();
+            let child = self.member_role(role, ks, ke);
+            self.check(depth, child)?;
+            self.names.push((ks, ke));
+            self.ws();
+            match self.peek()? {
+                b',' => {
+                    self.pos += 1;
+                    self.ws();
+                }
+                b'}' => {
+                    self.pos += 1;
+                    break;
+                }
+                _ => return Err(Bail),
+            }
+        }
+        let repeated = has_repeated_name(self.b, &self.names[base..]);
+        self.names.truncate(base);
+        if repeated {
+            return Err(Bail);
+        }
+        Ok(())
+    }
+
+    /// Writes the RFC 8785 form of the value at the cursor: everything inside a payload.
+    fn value(&mut self, out: &mut Vec<u8>, depth: usize) -> R<()> {
+        match self.peek()? {
+            b'{' => {
+                if depth >= MAX_DEPTH {
+                    return Err(Bail);
+                }
+                self.object(out, depth + 1)?;
+            }
+            b'[' => {
+                if depth >= MAX_DEPTH {
+                    return Err(Bail);
+                }
+                self.array(out, depth + 1)?;
             }
             b'"' => self.string_value(out)?,
             b't' => self.literal(out, b"true")?,
@@ -333,41 +490,23 @@ impl<'a> Fast<'a> {
         Ok(buf)
     }
 
-    fn array(&mut self, out: &mut Vec<u8>, depth: usize, role: Role) -> R<()> {
+    fn array(&mut self, out: &mut Vec<u8>, depth: usize) -> R<()> {
         self.pos += 1;
         out.push(b'[');
-        let list = match role {
-            Role::List(k) => {
-                self.captures[k as usize].present = true;
-                Some(k)
-            }
-            _ => None,
-        };
         self.ws();
         if self.peek()? == b']' {
             self.pos += 1;
             out.push(b']');
             return Ok(());
         }
-        let mut first = true;
         loop {
-            if !first {
-                out.push(b',');
-            }
-            first = false;
-            let child = match list {
-                Some(k) => {
-                    self.captures[k as usize].lengths.push(-1);
-                    Role::Element(k)
-                }
-                None => Role::Other,
-            };
-            self.value(out, depth, child)?;
+            self.value(out, depth)?;
             self.ws();
             match self.peek()? {
                 b',' => {
                     self.pos += 1;
                     self.ws();
+                    out.push(b',');
                 }
                 b']' => {
                     self.pos += 1;
@@ -379,7 +518,7 @@ impl<'a> Fast<'a> {
         }
     }
 
-    fn object(&mut self, out: &mut Vec<u8>, depth: usize, role: Role) -> R<()> {
+    fn object(&mut self, out: &mut Vec<u8>, depth: usize) -> R<()> {
         self.pos += 1;
         let open = out.len();
         out.push(b'{');
@@ -411,8 +550,7 @@ impl<'a> Fast<'a> {
             self.pos += 1;
             self.ws();
             out.push(b':');
-            let child = self.member_role(role, ks, ke);
-            self.value(out, depth, child)?;
+            self.value(out, depth)?;
             self.members.push(Member::new(out, key_start, key_end, member_start, out.len()));
             self.ws();
             match self.peek()? {
@@ -491,6 +629,18 @@ impl<'a> Fast<'a> {
         out.extend_from_slice(&self.sorted);
         Ok(())
     }
+}
+
+/// Whether two of the member names (body offsets of names without escapes, so equal bytes mean
+/// equal strings) are the same.
+fn has_repeated_name(b: &[u8], names: &[(usize, usize)]) -> bool {
+    let name = |&(s, e): &(usize, usize)| &b[s..e];
+    if names.len() <= 16 {
+        return names.iter().enumerate().any(|(i, x)| names[..i].iter().any(|y| name(x) == name(y)));
+    }
+    let mut sorted: Vec<&[u8]> = names.iter().map(name).collect();
+    sorted.sort_unstable();
+    sorted.windows(2).any(|w| w[0] == w[1])
 }
 
 /// Index of the first '"', '\\' or control byte at or after `i` (b.len() if none), and whether a

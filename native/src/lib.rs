@@ -39,29 +39,69 @@ pub struct Prepared {
     pub(crate) canonical: Vec<u8>,
     pub(crate) lengths: Vec<i32>,
     pub(crate) hashes: Vec<u8>,
+    /// Body offsets of the payload objects to replace by `{}` in the envelope text; None when the
+    /// answer carries no envelope text (the caller then derives the envelope from the value).
+    pub(crate) payload_spans: Option<Vec<(usize, usize)>>,
 }
 
+const HEADER_LEN: usize = 20;
+const FLAG_SYNTAX_ERROR: u32 = 1;
+const FLAG_ENVELOPE_TEXT: u32 = 2;
+
 impl Prepared {
+    fn envelope_len(&self, body: &[u8]) -> Option<usize> {
+        let spans = self.payload_spans.as_ref()?;
+        Some(spans.iter().fold(body.len(), |n, &(s, e)| n - (e - s) + 2))
+    }
+
+    fn encoded_len(&self, body: &[u8]) -> usize {
+        HEADER_LEN + 4 * self.lengths.len() + self.errors_json.len() + self.hashes.len() + self.canonical.len() + self.envelope_len(body).unwrap_or(0)
+    }
+
     /// One buffer, because every extra property of a returned object costs more than the copy:
     ///
     /// ```text
-    /// u32 flags (bit 0: syntax error) | u32 violation count | u32 errors JSON length | u32 n
+    /// u32 flags (bit 0: syntax error, bit 1: envelope text present) | u32 violation count
+    /// u32 errors JSON length | u32 n | u32 envelope text length
     /// i32 length[n] (canonical bytes of payload i, -1 when absent) | errors JSON (UTF-8)
-    /// 32-byte payloadHash per present payload | canonical texts back to back
+    /// 32-byte payloadHash per present payload | canonical texts back to back | envelope text
     /// ```
-    fn encode(self) -> Vec<u8> {
-        let n = self.lengths.len();
-        let mut out = Vec::with_capacity(16 + 4 * n + self.errors_json.len() + self.hashes.len() + self.canonical.len());
-        out.extend_from_slice(&(self.syntax_error as u32).to_le_bytes());
-        out.extend_from_slice(&self.error_count.to_le_bytes());
-        out.extend_from_slice(&(self.errors_json.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(n as u32).to_le_bytes());
+    ///
+    /// The envelope text is the body with every payload object replaced by `{}`. `out` must hold
+    /// encoded_len bytes.
+    fn encode_into(&self, body: &[u8], out: &mut [u8]) {
+        let envelope_len = self.envelope_len(body);
+        let flags = (self.syntax_error as u32 * FLAG_SYNTAX_ERROR) | (envelope_len.is_some() as u32 * FLAG_ENVELOPE_TEXT);
+        let mut at = 0;
+        let mut put = |bytes: &[u8]| {
+            out[at..at + bytes.len()].copy_from_slice(bytes);
+            at += bytes.len();
+        };
+        put(&flags.to_le_bytes());
+        put(&self.error_count.to_le_bytes());
+        put(&(self.errors_json.len() as u32).to_le_bytes());
+        put(&(self.lengths.len() as u32).to_le_bytes());
+        put(&(envelope_len.unwrap_or(0) as u32).to_le_bytes());
         for l in &self.lengths {
-            out.extend_from_slice(&l.to_le_bytes());
+            put(&l.to_le_bytes());
         }
-        out.extend_from_slice(&self.errors_json);
-        out.extend_from_slice(&self.hashes);
-        out.extend_from_slice(&self.canonical);
+        put(&self.errors_json);
+        put(&self.hashes);
+        put(&self.canonical);
+        if let Some(spans) = &self.payload_spans {
+            let mut from = 0;
+            for &(s, e) in spans {
+                put(&body[from..s]);
+                put(b"{}");
+                from = e;
+            }
+            put(&body[from..]);
+        }
+    }
+
+    fn encode(&self, body: &[u8]) -> Vec<u8> {
+        let mut out = vec![0u8; self.encoded_len(body)];
+        self.encode_into(body, &mut out);
         out
     }
 }
@@ -131,6 +171,7 @@ fn prepare_full(body: &[u8], bulk: bool) -> Prepared {
         canonical: Vec::new(),
         lengths: Vec::new(),
         hashes: Vec::new(),
+        payload_spans: None,
     };
     let Some(value) = parsed.value else { return out };
     let emit = |element: Option<&json::Value<'_>>, out: &mut Prepared| {
@@ -173,25 +214,27 @@ fn prepare_full(body: &[u8], bulk: bool) -> Prepared {
 }
 
 /// Parses a request body, checks the I-JSON rules and hashes its payloads (`bulk`: one payload
-/// per element of `records`, else of `items`). The answer is encoded as Prepared::encode says.
+/// per element of `records`, else of `items`). The answer is encoded as Prepared::encode_into says.
 #[napi]
 pub fn prepare_body(body: &[u8], bulk: bool) -> Buffer {
-    Buffer::from(prepare(body, bulk).encode())
+    Buffer::from(prepare(body, bulk).encode(body))
 }
 
-/// prepareBody writing its answer into `out` (a reused buffer: returning a fresh Buffer costs
-/// more than all the hashing of a small body). Returns the answer's length, or minus the length
-/// needed when `out` is too small (nothing is written then).
+/// prepareBody writing its answer into `out` from byte `offset` on (a reused buffer: returning a
+/// fresh Buffer costs more than all the hashing of a small body). Returns the answer's length, or
+/// minus the length needed when it does not fit (nothing is written then).
 #[napi]
-pub fn prepare_body_into(body: &[u8], bulk: bool, mut out: Uint8Array) -> i64 {
-    let encoded = prepare(body, bulk).encode();
+pub fn prepare_body_at(body: &[u8], bulk: bool, mut out: Uint8ArraySlice, offset: u32) -> i64 {
+    let prepared = prepare(body, bulk);
+    let len = prepared.encoded_len(body);
     // Safety: the view is only written during this synchronous call, while JS cannot run.
     let out = unsafe { out.as_mut() };
-    if encoded.len() > out.len() {
-        return -(encoded.len() as i64);
+    let offset = offset as usize;
+    if offset > out.len() || len > out.len() - offset {
+        return -(len as i64);
     }
-    out[..encoded.len()].copy_from_slice(&encoded);
-    encoded.len() as i64
+    prepared.encode_into(body, &mut out[offset..offset + len]);
+    len as i64
 }
 
 pub struct PrepareTask {
@@ -203,7 +246,7 @@ impl Task for PrepareTask {
     type Output = Vec<u8>;
     type JsValue = Buffer;
     fn compute(&mut self) -> Result<Vec<u8>> {
-        Ok(prepare(&self.body, self.bulk).encode())
+        Ok(prepare(&self.body, self.bulk).encode(&self.body))
     }
     fn resolve(&mut self, _env: Env, output: Vec<u8>) -> Result<Buffer> {
         Ok(Buffer::from(output))
@@ -507,6 +550,24 @@ pub fn sha_extensions() -> bool {
 mod tests {
     use super::*;
 
+    /// The answer without its envelope text, which only the one-pass canonicaliser writes.
+    fn hashed(p: Prepared) -> Vec<u8> {
+        Prepared { payload_spans: None, ..p }.encode(b"")
+    }
+
+    fn envelope_text(p: &Prepared, body: &[u8]) -> Option<String> {
+        let spans = p.payload_spans.as_ref()?;
+        let mut out = Vec::new();
+        let mut from = 0;
+        for &(s, e) in spans {
+            out.extend_from_slice(&body[from..s]);
+            out.extend_from_slice(b"{}");
+            from = e;
+        }
+        out.extend_from_slice(&body[from..]);
+        Some(String::from_utf8(out).unwrap())
+    }
+
     #[test]
     fn canonical_sample() {
         let body = br#"{"recordPayload":{"numbers":[333333333.33333329,1E30,4.50,2e-3,0.000000000000000000000000001],"b":-0,"a":"\u20ac"}}"#;
@@ -558,7 +619,7 @@ mod tests {
             let full = prepare_full(body.as_bytes(), false);
             assert_eq!(full.error_count, 0, "{body}");
             let fast = fast::prepare(body.as_bytes(), false).unwrap_or_else(|| panic!("fast gave up on {body}"));
-            assert_eq!(fast.encode(), full.encode(), "{body}");
+            assert_eq!(hashed(fast), hashed(full), "{body}");
         }
         for body in invalid {
             assert!(fast::prepare(body.as_bytes(), false).is_none(), "{body}");
@@ -570,7 +631,7 @@ mod tests {
             assert!(fast::prepare(raw, false).is_none());
         }
         let deep_ok = format!(r#"{{"recordPayload":{}1{}}}"#, "[".repeat(63), "]".repeat(63));
-        assert_eq!(fast::prepare(deep_ok.as_bytes(), false).map(|p| p.encode()), Some(prepare_full(deep_ok.as_bytes(), false).encode()));
+        assert_eq!(fast::prepare(deep_ok.as_bytes(), false).map(hashed), Some(hashed(prepare_full(deep_ok.as_bytes(), false))));
         let deep_bad = format!(r#"{{"recordPayload":{}1{}}}"#, "[".repeat(64), "]".repeat(64));
         assert!(fast::prepare(deep_bad.as_bytes(), false).is_none());
         assert!(prepare_full(deep_bad.as_bytes(), false).error_count > 0);
@@ -584,8 +645,39 @@ mod tests {
         for body in bulks {
             let full = prepare_full(body.as_bytes(), true);
             let fast = fast::prepare(body.as_bytes(), true).unwrap_or_else(|| panic!("fast gave up on {body}"));
-            assert_eq!(fast.encode(), full.encode(), "{body}");
+            assert_eq!(hashed(fast), hashed(full), "{body}");
         }
+    }
+
+    /// The envelope text is the body with each payload object of the chosen list replaced by {}.
+    #[test]
+    fn envelope_text_replaces_payload_objects() {
+        let cases: &[(&str, bool, Option<&str>)] = &[
+            (r#"{"tenantId":"t","recordPayload":{"b":1,"a":[{}]},"x":[1]}"#, false, Some(r#"{"tenantId":"t","recordPayload":{},"x":[1]}"#)),
+            (r#" { "recordPayload" : { "a" : 1 } } "#, false, Some(r#" { "recordPayload" : {} } "#)),
+            (r#"{"recordPayload":{}}"#, false, Some(r#"{"recordPayload":{}}"#)),
+            (r#"{"recordPayload":[1,2]}"#, false, None),
+            (r#"{"recordPayload":"x","y":{"recordPayload":{"a":1}}}"#, false, None),
+            (r#"{"other":1}"#, false, None),
+            (r#"[{"recordPayload":{"a":1}}]"#, false, None),
+            (
+                r#"{"records":[{"recordPayload":{"a":1},"id":"1"},{"recordPayload":3},5,{"x":{"recordPayload":{}}},{"recordPayload":{"z":[{"recordPayload":{}}]}}],"items":[{"recordPayload":{"k":1}}]}"#,
+                true,
+                Some(r#"{"records":[{"recordPayload":{},"id":"1"},{"recordPayload":3},5,{"x":{"recordPayload":{}}},{"recordPayload":{}}],"items":[{"recordPayload":{"k":1}}]}"#),
+            ),
+            (r#"{"items":[{"recordPayload":{"z":1}}],"records":7}"#, true, Some(r#"{"items":[{"recordPayload":{}}],"records":7}"#)),
+            (r#"{"items":[{"recordPayload":{"z":1}}],"records":[]}"#, true, None),
+            (r#"{"recordPayload":{"z":1}}"#, true, None),
+        ];
+        for &(body, bulk, want) in cases {
+            let p = fast::prepare(body.as_bytes(), bulk).unwrap_or_else(|| panic!("fast gave up on {body}"));
+            assert_eq!(envelope_text(&p, body.as_bytes()).as_deref(), want, "{body}");
+            let encoded = p.encode(body.as_bytes());
+            assert_eq!(encoded.len(), p.encoded_len(body.as_bytes()));
+            let text_len = u32::from_le_bytes(encoded[16..20].try_into().unwrap()) as usize;
+            assert_eq!(&encoded[encoded.len() - text_len..], want.unwrap_or("").as_bytes(), "{body}");
+        }
+        assert!(prepare_full(br#"{"recordPayload":{"a":1,"a":2}}"#, false).payload_spans.is_none());
     }
 
     #[test]

@@ -18,10 +18,10 @@ interface AllProofsNative {
 }
 
 export interface NativeAddon {
-  /** Encoded as Prepared::encode in native/src/lib.rs documents. */
+  /** Encoded as Prepared::encode_into in native/src/lib.rs documents. */
   prepareBody(body: Uint8Array, bulk: boolean): Buffer;
-  /** The same answer written into `out`; its length, or minus the length needed. */
-  prepareBodyInto(body: Uint8Array, bulk: boolean, out: Uint8Array): number;
+  /** The same answer written into `out` from `offset` on; its length, or minus the length needed. */
+  prepareBodyAt(body: Uint8Array, bulk: boolean, out: Uint8Array, offset: number): number;
   prepareBodyAsync(body: Uint8Array, bulk: boolean): Promise<Buffer>;
   sha256Lines(text: string): string;
   /** recordHash of envelope value rows (JSON text), 64 hex digits each; null when not of that form. */
@@ -38,7 +38,7 @@ export interface NativeAddon {
 
 const REQUIRED: readonly (keyof NativeAddon)[] = [
   'prepareBody',
-  'prepareBodyInto',
+  'prepareBodyAt',
   'prepareBodyAsync',
   'sha256Lines',
   'envelopeHashesJson',
@@ -135,42 +135,51 @@ export interface PackedPrepared {
   readonly errors: readonly FieldError[];
   /** Canonical text length per payload in bytes; -1 when there is none. */
   readonly lengths: Int32Array;
-  /** Every canonical text, back to back. */
+  /** Every canonical text, back to back, then the envelope text. */
   readonly texts: Uint8Array;
   /** 64 hex digits per present payload, back to back. */
   readonly hashes: string;
+  /** Bytes of the envelope text at the end of `texts` (the body with payload objects replaced by `{}`); -1 when absent. */
+  readonly envelopeLength: number;
 }
 
+const HEADER_LEN = 20;
+const FLAG_ENVELOPE_TEXT = 2;
+
 /**
- * Decodes prepareBody's answer (layout in native/src/lib.rs, Prepared::encode). `r` may be a
- * reused scratch buffer (`scratch`): everything kept is then copied out of it.
+ * Decodes the answer written at `r[at..]` (layout in native/src/lib.rs, Prepared::encode_into).
+ * With `copy`, everything kept is copied out of `r` (a buffer that is about to be reused);
+ * otherwise the texts stay views of `r`.
  */
-function unpack(r: Buffer, scratch: boolean): PackedPrepared {
-  const errorsLen = r.readUInt32LE(8);
-  const n = r.readUInt32LE(12);
-  let at = 16 + 4 * n;
-  const errors: FieldError[] = errorsLen === 0 ? [] : (JSON.parse(r.toString('utf8', at, at + errorsLen)) as FieldError[]);
-  at += errorsLen;
+function unpack(r: Buffer, at: number, copy: boolean): PackedPrepared {
+  const flags = r.readUInt32LE(at);
+  const errorsLen = r.readUInt32LE(at + 8);
+  const n = r.readUInt32LE(at + 12);
+  const envelopeLength = (flags & FLAG_ENVELOPE_TEXT) !== 0 ? r.readUInt32LE(at + 16) : -1;
   const lengths = new Int32Array(n);
   let present = 0;
   let total = 0;
-  for (let i = 0; i < n; i++) {
-    const len = r.readInt32LE(16 + 4 * i);
+  let p = at + HEADER_LEN;
+  for (let i = 0; i < n; i++, p += 4) {
+    const len = r.readInt32LE(p);
     lengths[i] = len;
     if (len >= 0) {
       present++;
       total += len;
     }
   }
-  const textAt = at + 32 * present;
-  const hashes = present === 0 ? '' : r.toString('hex', at, textAt);
-  let texts: Uint8Array = r.subarray(textAt, textAt + total);
-  if (scratch) {
-    const copy = Buffer.allocUnsafeSlow(total);
-    r.copy(copy, 0, textAt, textAt + total);
-    texts = copy;
+  const errors: FieldError[] = errorsLen === 0 ? [] : (JSON.parse(r.toString('utf8', p, p + errorsLen)) as FieldError[]);
+  p += errorsLen;
+  const textAt = p + 32 * present;
+  const hashes = present === 0 ? '' : r.toString('hex', p, textAt);
+  const end = textAt + total + Math.max(0, envelopeLength);
+  let texts: Uint8Array = r.subarray(textAt, end);
+  if (copy) {
+    const own = Buffer.allocUnsafeSlow(end - textAt);
+    r.copy(own, 0, textAt, end);
+    texts = own;
   }
-  return { errors, lengths, texts, hashes };
+  return { errors, lengths, texts, hashes, envelopeLength };
 }
 
 /** The payloads of a packed answer; each canonical text is decoded on first read. */
@@ -191,6 +200,12 @@ export function packedPayloads(p: PackedPrepared): (PreparedPayload | null)[] {
     at += len;
   }
   return payloads;
+}
+
+/** The envelope text of a packed answer, or undefined when the envelope must come from the value. */
+export function packedEnvelopeText(p: PackedPrepared): Uint8Array | undefined {
+  if (p.envelopeLength < 0) return undefined;
+  return p.texts.subarray(p.texts.length - p.envelopeLength);
 }
 
 /**
@@ -234,24 +249,24 @@ export class NativeHashingBackend implements HashingBackend {
 
   prepareBody(body: Uint8Array, shape: BodyShape): PreparedBody {
     const p = this.preparePacked(body, shape);
-    return new LazyPreparedBody(body, p.errors, packedPayloads(p));
+    return new LazyPreparedBody(body, shape, p.errors, packedPayloads(p), packedEnvelopeText(p));
   }
 
-  /** prepareBody's answer before payload objects are made: what a worker sends back. */
+  /** prepareBody's answer before payload objects are made, in buffers of its own: what a worker sends back. */
   preparePacked(body: Uint8Array, shape: BodyShape): PackedPrepared {
     const bulk = shape === 'bulk';
-    let used = this.addon.prepareBodyInto(body, bulk, this.scratch);
+    let used = this.addon.prepareBodyAt(body, bulk, this.scratch, 0);
     if (used < 0) {
       this.scratch = Buffer.allocUnsafeSlow(Math.max(-used, 2 * this.scratch.length));
-      used = this.addon.prepareBodyInto(body, bulk, this.scratch);
+      used = this.addon.prepareBodyAt(body, bulk, this.scratch, 0);
     }
-    return unpack(this.scratch.subarray(0, used), true);
+    return unpack(this.scratch, 0, true);
   }
 
   /** prepareBody on the libuv thread pool, off the event loop; `body` must not change meanwhile. */
   async prepareBodyAsync(body: Uint8Array, shape: BodyShape): Promise<PreparedBody> {
-    const p = unpack(await this.addon.prepareBodyAsync(body, shape === 'bulk'), false);
-    return new LazyPreparedBody(body, p.errors, packedPayloads(p));
+    const p = unpack(await this.addon.prepareBodyAsync(body, shape === 'bulk'), 0, false);
+    return new LazyPreparedBody(body, shape, p.errors, packedPayloads(p), packedEnvelopeText(p));
   }
 
   recordHashes(envelopes: readonly RecordEnvelope[]): string[] {
