@@ -195,7 +195,7 @@ export function packedPayloads(p: PackedPrepared): (PreparedPayload | null)[] {
       payloads[i] = null;
       continue;
     }
-    payloads[i] = lazyPayload(buf, at, at + len, p.hashes.slice(64 * k, 64 * k + 64));
+    payloads[i] = new LazyPayload(buf, at, at + len, p.hashes.slice(64 * k, 64 * k + 64));
     k++;
     at += len;
   }
@@ -210,18 +210,48 @@ export function packedEnvelopeText(p: PackedPrepared): Uint8Array | undefined {
 
 /**
  * The canonical text becomes a JS string on first read: UTF-8 to UTF-16 conversion is a large
- * share of the cost, and a caller that stores bytes never pays it. An own enumerable getter, so
- * spreading and JSON.stringify see the text.
+ * share of the cost, and a caller that stores bytes never pays it. `canonical` is an own
+ * enumerable accessor, so spreading and JSON.stringify see the text. It is defined with one
+ * shared descriptor: an object literal with a getter costs three times as much to create.
  */
-function lazyPayload(buf: Buffer, start: number, end: number, payloadHash: string): PreparedPayload {
-  let text: string | undefined;
-  return {
-    get canonical(): string {
-      return (text ??= buf.toString('utf8', start, end));
+class LazyPayload implements PreparedPayload {
+  declare readonly canonical: string;
+  readonly payloadHash: string;
+  #buf: Buffer | undefined;
+  #start: number;
+  #end: number;
+  #text: string | undefined;
+
+  constructor(buf: Buffer, start: number, end: number, payloadHash: string) {
+    Object.defineProperty(this, 'canonical', LazyPayload.#canonical);
+    this.payloadHash = payloadHash;
+    this.#buf = buf;
+    this.#start = start;
+    this.#end = end;
+  }
+
+  static readonly #canonical: PropertyDescriptor = {
+    get(this: LazyPayload): string {
+      if (this.#text === undefined) {
+        this.#text = this.#buf!.toString('utf8', this.#start, this.#end);
+        // The text no longer needs the buffer, which may be large and shared.
+        this.#buf = undefined;
+      }
+      return this.#text;
     },
-    payloadHash,
+    enumerable: true,
+    configurable: false,
   };
 }
+
+/**
+ * Answers of prepareBody are written one after another into an arena that the lazy payloads
+ * then view, so nothing is copied out of it; a full arena is left to the payloads that still
+ * view it and a fresh one begins.
+ */
+const ARENA_BYTES = 1 << 20;
+/** Answers expected above this size get a buffer of their own rather than a share of an arena. */
+const OWN_BUFFER_BYTES = ARENA_BYTES / 4;
 
 /** The Rust addon of native/: parsing, RFC 8785, SHA-256 (SHA-NI) and Merkle trees in one call. */
 export class NativeHashingBackend implements HashingBackend {
@@ -245,12 +275,41 @@ export class NativeHashingBackend implements HashingBackend {
     return this.addon.shaExtensions();
   }
 
-  private scratch: Buffer = Buffer.allocUnsafeSlow(64 * 1024);
+  private arena: Buffer = Buffer.allocUnsafeSlow(ARENA_BYTES);
+  private arenaUsed = 0;
 
   prepareBody(body: Uint8Array, shape: BodyShape): PreparedBody {
-    const p = this.preparePacked(body, shape);
+    const p = this.prepareInArena(body, shape === 'bulk');
     return new LazyPreparedBody(body, shape, p.errors, packedPayloads(p), packedEnvelopeText(p));
   }
+
+  private prepareInArena(body: Uint8Array, bulk: boolean): PackedPrepared {
+    // An answer is usually smaller than the body (payload texts plus the envelope text); numbers
+    // written in exponent form can make it larger, which the retry below covers.
+    const expected = 2 * body.length + 1024;
+    if (expected > OWN_BUFFER_BYTES) return this.prepareInOwnBuffer(body, bulk, expected);
+    if (this.arena.length - this.arenaUsed < expected) {
+      this.arena = Buffer.allocUnsafeSlow(ARENA_BYTES);
+      this.arenaUsed = 0;
+    }
+    const at = this.arenaUsed;
+    const used = this.addon.prepareBodyAt(body, bulk, this.arena, at);
+    if (used < 0) return this.prepareInOwnBuffer(body, bulk, -used);
+    this.arenaUsed = at + used;
+    return unpack(this.arena, at, false);
+  }
+
+  private prepareInOwnBuffer(body: Uint8Array, bulk: boolean, size: number): PackedPrepared {
+    let out = Buffer.allocUnsafeSlow(size);
+    let used = this.addon.prepareBodyAt(body, bulk, out, 0);
+    if (used < 0) {
+      out = Buffer.allocUnsafeSlow(-used);
+      used = this.addon.prepareBodyAt(body, bulk, out, 0);
+    }
+    return unpack(out, 0, false);
+  }
+
+  private scratch: Buffer = Buffer.allocUnsafeSlow(64 * 1024);
 
   /** prepareBody's answer before payload objects are made, in buffers of its own: what a worker sends back. */
   preparePacked(body: Uint8Array, shape: BodyShape): PackedPrepared {
