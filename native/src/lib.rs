@@ -285,88 +285,101 @@ const ENVELOPE_KEYS: [&[u8]; 10] = [
 /// The only envelope member that may be null.
 const NULLABLE_FIELD: usize = 8;
 
-/// End of the JSON string literal starting at `i` (its opening quote), when it holds no unpaired
-/// surrogate escape (JSON.stringify writes those as \udxxx; everything else it escapes exactly
-/// as RFC 8785 does).
-fn string_literal_end(t: &[u8], i: usize) -> Option<usize> {
-    if t.get(i) != Some(&b'"') {
-        return None;
-    }
-    let mut k = i + 1;
-    loop {
-        match *t.get(k)? {
-            b'"' => return Some(k + 1),
-            b'\\' => {
-                if t.get(k + 1) == Some(&b'u') {
-                    let h = t.get(k + 2..k + 6)?;
-                    if h[0] == b'd' && matches!(h[1], b'8'..=b'9' | b'a'..=b'f') {
-                        return None;
-                    }
-                    k += 6;
-                } else {
-                    k += 2;
-                }
-            }
-            _ => k += 1,
-        }
-    }
-}
-
-/// recordHash of each envelope of `rows`, the JSON.stringify text of an array of 10-element
-/// arrays holding the envelope's values in ENVELOPE_KEYS order. Hashes are 64 hex digits per
-/// envelope, back to back; None for anything else (the caller then takes the checked path).
-fn envelope_hashes(t: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(t.len() / 4);
-    let mut canonical = Vec::with_capacity(512);
-    if t.first() != Some(&b'[') {
-        return None;
-    }
-    let mut i = 1;
-    if t.get(i) == Some(&b']') {
-        return (i + 1 == t.len()).then_some(out);
-    }
-    loop {
-        if t.get(i) != Some(&b'[') {
-            return None;
-        }
+/// Appends the UTF-8 form of UTF-16 code units; None at an unpaired surrogate.
+fn push_utf16(out: &mut Vec<u8>, units: &[u16]) -> Option<()> {
+    let mut i = 0;
+    while i < units.len() {
+        let u = units[i] as u32;
         i += 1;
-        canonical.clear();
-        for (f, key) in ENVELOPE_KEYS.iter().enumerate() {
-            if f > 0 {
-                if t.get(i) != Some(&b',') {
+        let cp = match u {
+            0..=0x7F => {
+                out.push(u as u8);
+                continue;
+            }
+            0xD800..=0xDBFF => {
+                let low = *units.get(i)? as u32;
+                if !(0xDC00..=0xDFFF).contains(&low) {
                     return None;
                 }
                 i += 1;
+                0x10000 + ((u - 0xD800) << 10) + (low - 0xDC00)
             }
-            canonical.extend_from_slice(key);
-            if f == NULLABLE_FIELD && t[i..].starts_with(b"null") {
-                canonical.extend_from_slice(b"null");
-                i += 4;
-                continue;
-            }
-            let end = string_literal_end(t, i)?;
-            canonical.extend_from_slice(&t[i..end]);
-            i = end;
-        }
-        canonical.push(b'}');
-        push_hex(&mut out, &Sha256::digest(&canonical));
-        if t.get(i) != Some(&b']') {
-            return None;
-        }
-        i += 1;
-        match t.get(i) {
-            Some(b',') => i += 1,
-            Some(b']') if i + 1 == t.len() => return Some(out),
-            _ => return None,
-        }
+            0xDC00..=0xDFFF => return None,
+            _ => u,
+        };
+        let mut tmp = [0u8; 4];
+        out.extend_from_slice(char::from_u32(cp)?.encode_utf8(&mut tmp).as_bytes());
     }
+    Some(())
 }
 
-/// recordHash of envelopes given as the JSON.stringify text of their value rows (see
-/// envelope_hashes), as 64 hex digits each; null when the text is not of that form.
+/// recordHash of each envelope of a batch, written to `out` (32 bytes each). The envelopes'
+/// values, in ENVELOPE_KEYS order, are the UTF-16 code units of `units` cut at `lengths` (ten per
+/// envelope; -1 is null, which only sourceTimestamp may be). None when a value has no canonical
+/// form here (an unpaired surrogate, a misplaced null) or the lengths do not fit: the caller then
+/// takes the checked path, which names the field.
+fn envelope_hashes(units: &[u16], lengths: &[i32], out: &mut [u8]) -> Option<()> {
+    let n = lengths.len() / ENVELOPE_KEYS.len();
+    if !lengths.len().is_multiple_of(ENVELOPE_KEYS.len()) || out.len() < 32 * n {
+        return None;
+    }
+    let mut canonical = Vec::with_capacity(512);
+    let mut value = Vec::with_capacity(128);
+    // The first 64 bytes of consecutive envelopes (names and the first values) usually agree:
+    // their compression is then done once.
+    let mut first_block: Option<([u8; 64], Sha256)> = None;
+    let mut at = 0usize;
+    for (row, hash) in lengths.chunks_exact(ENVELOPE_KEYS.len()).zip(out.chunks_exact_mut(32)) {
+        canonical.clear();
+        for (f, (&len, key)) in row.iter().zip(ENVELOPE_KEYS).enumerate() {
+            canonical.extend_from_slice(key);
+            if len < 0 {
+                if f != NULLABLE_FIELD || len != -1 {
+                    return None;
+                }
+                canonical.extend_from_slice(b"null");
+                continue;
+            }
+            let end = at.checked_add(len as usize)?;
+            let v = units.get(at..end)?;
+            at = end;
+            // Most values are printable ASCII without quotes or backslashes, written as they are.
+            if v.iter().fold(true, |plain, &u| plain & (0x20..0x7F).contains(&u) & (u != b'"' as u16) & (u != b'\\' as u16)) {
+                canonical.push(b'"');
+                canonical.extend(v.iter().map(|&u| u as u8));
+                canonical.push(b'"');
+            } else {
+                value.clear();
+                push_utf16(&mut value, v)?;
+                json::write_json_string(&mut canonical, &value);
+            }
+        }
+        canonical.push(b'}');
+        let (head, tail) = canonical.split_at(64.min(canonical.len()));
+        let mut hasher = match &first_block {
+            Some((block, state)) if block[..] == *head => state.clone(),
+            _ => {
+                let mut h = Sha256::new();
+                h.update(head);
+                if let Ok(block) = head.try_into() {
+                    first_block = Some((block, h.clone()));
+                }
+                h
+            }
+        };
+        hasher.update(tail);
+        hash.copy_from_slice(&hasher.finalize());
+    }
+    (at == units.len()).then_some(())
+}
+
+/// recordHash of a batch of envelopes given as their values' UTF-16 code units and lengths (see
+/// envelope_hashes); the 32-byte hashes go to `out`. False when the batch needs the checked path.
 #[napi]
-pub fn envelope_hashes_json(rows: String) -> Option<String> {
-    envelope_hashes(rows.as_bytes()).map(ascii_string)
+pub fn envelope_hashes_utf16(units: Uint16ArraySlice, lengths: Int32ArraySlice, mut out: Uint8ArraySlice) -> bool {
+    // Safety: the view is only written during this synchronous call, while JS cannot run.
+    let out = unsafe { out.as_mut() };
+    envelope_hashes(&units, &lengths, out).is_some()
 }
 
 /// SHA-256 of each '\n'-separated line (canonical JSON never holds a raw newline), as 64 hex
@@ -741,26 +754,71 @@ mod envelope_tests {
         String::from_utf8(out).unwrap()
     }
 
-    #[test]
-    fn envelope_rows() {
-        // As JSON.stringify writes them: U+2028 and astral characters raw, quotes escaped.
-        let rows = "[[\"c\",\"d\",\"dris-v1\",\"upsert\",\"ph\",\"r\\\"1\u{2028}\u{1F600}\",\"1\",\"s\",null,\"t\"],[\"c\",\"d\",\"dris-v1\",\"delete\",\"ph\",\"r\",\"2\",\"s\",\"2024-01-01T00:00:00Z\",\"t\"]]";
-        let got = String::from_utf8(envelope_hashes(rows.as_bytes()).unwrap()).unwrap();
-        let a = "{\"collection\":\"c\",\"database\":\"d\",\"hashScheme\":\"dris-v1\",\"operationType\":\"upsert\",\"payloadHash\":\"ph\",\"recordId\":\"r\\\"1\u{2028}\u{1F600}\",\"recordVersion\":\"1\",\"salt\":\"s\",\"sourceTimestamp\":null,\"tenantId\":\"t\"}";
-        let b = r#"{"collection":"c","database":"d","hashScheme":"dris-v1","operationType":"delete","payloadHash":"ph","recordId":"r","recordVersion":"2","salt":"s","sourceTimestamp":"2024-01-01T00:00:00Z","tenantId":"t"}"#;
-        assert_eq!(got, hex_of(a) + &hex_of(b));
-        assert_eq!(envelope_hashes(b"[]").unwrap(), Vec::<u8>::new());
-        for bad in [
-            r#"[["c","d","dris-v1","upsert","ph","\ud800","1","s",null,"t"]]"#,
-            r#"[["c","d","dris-v1","upsert","ph","\udc00","1","s",null,"t"]]"#,
-            r#"[[null,"d","dris-v1","upsert","ph","r","1","s",null,"t"]]"#,
-            r#"[["c","d","dris-v1","upsert","ph","r","1","s",false,"t"]]"#,
-            r#"[["c","d","dris-v1","upsert","ph","r","1","s",null]]"#,
-            r#"[["c","d","dris-v1","upsert","ph","r","1","s",null,"t","x"]]"#,
-            r#"[["c","d","dris-v1","upsert","ph","r","1","s",null,1]]"#,
-            r#"[["c","d","dris-v1","upsert","ph","r","1","s",null,"t"]"#,
-        ] {
-            assert!(envelope_hashes(bad.as_bytes()).is_none(), "{bad}");
+    /// Values as the addon receives them: code units and ten lengths per envelope, -1 for null.
+    fn batch(rows: &[[Option<&str>; 10]]) -> (Vec<u16>, Vec<i32>) {
+        let mut units = Vec::new();
+        let mut lengths = Vec::new();
+        for row in rows {
+            for v in row {
+                match v {
+                    Some(s) => {
+                        let u: Vec<u16> = s.encode_utf16().collect();
+                        lengths.push(u.len() as i32);
+                        units.extend(u);
+                    }
+                    None => lengths.push(-1),
+                }
+            }
         }
+        (units, lengths)
+    }
+
+    fn hashes(units: &[u16], lengths: &[i32]) -> Option<String> {
+        let mut out = vec![0u8; 32 * (lengths.len() / 10)];
+        envelope_hashes(units, lengths, &mut out)?;
+        let mut hex = Vec::new();
+        push_hex(&mut hex, &out);
+        Some(String::from_utf8(hex).unwrap())
+    }
+
+    #[test]
+    fn envelope_batches() {
+        let long = "c".repeat(70);
+        let rows = [
+            [Some("c"), Some("d"), Some("dris-v1"), Some("upsert"), Some("ph"), Some("r\"1\u{2028}\u{1F600}\n\u{1}\u{7f}é"), Some("1"), Some("s"), None, Some("t")],
+            [Some("c"), Some("d"), Some("dris-v1"), Some("delete"), Some("ph"), Some("r"), Some("2"), Some("s"), Some("2024-01-01T00:00:00Z"), Some("t")],
+            [Some(long.as_str()), Some("d"), Some("dris-v1"), Some("upsert"), Some("a"), Some("r"), Some("1"), Some("s"), None, Some("t")],
+            [Some(long.as_str()), Some("d"), Some("dris-v1"), Some("upsert"), Some("b"), Some("r"), Some("1"), Some("s"), None, Some("t")],
+            [Some(""), Some(""), Some(""), Some(""), Some(""), Some(""), Some(""), Some(""), Some(""), Some("")],
+        ];
+        let want = [
+            "{\"collection\":\"c\",\"database\":\"d\",\"hashScheme\":\"dris-v1\",\"operationType\":\"upsert\",\"payloadHash\":\"ph\",\"recordId\":\"r\\\"1\u{2028}\u{1F600}\\n\\u0001\u{7f}é\",\"recordVersion\":\"1\",\"salt\":\"s\",\"sourceTimestamp\":null,\"tenantId\":\"t\"}".to_string(),
+            r#"{"collection":"c","database":"d","hashScheme":"dris-v1","operationType":"delete","payloadHash":"ph","recordId":"r","recordVersion":"2","salt":"s","sourceTimestamp":"2024-01-01T00:00:00Z","tenantId":"t"}"#.to_string(),
+            format!(r#"{{"collection":"{long}","database":"d","hashScheme":"dris-v1","operationType":"upsert","payloadHash":"a","recordId":"r","recordVersion":"1","salt":"s","sourceTimestamp":null,"tenantId":"t"}}"#),
+            format!(r#"{{"collection":"{long}","database":"d","hashScheme":"dris-v1","operationType":"upsert","payloadHash":"b","recordId":"r","recordVersion":"1","salt":"s","sourceTimestamp":null,"tenantId":"t"}}"#),
+            r#"{"collection":"","database":"","hashScheme":"","operationType":"","payloadHash":"","recordId":"","recordVersion":"","salt":"","sourceTimestamp":"","tenantId":""}"#.to_string(),
+        ];
+        let (units, lengths) = batch(&rows);
+        assert_eq!(hashes(&units, &lengths).unwrap(), want.iter().map(|w| hex_of(w)).collect::<String>());
+        assert_eq!(hashes(&[], &[]).unwrap(), "");
+
+        let ok = [Some("c"), Some("d"), Some("dris-v1"), Some("upsert"), Some("ph"), Some("r"), Some("1"), Some("s"), None, Some("t")];
+        let (units, lengths) = batch(&[ok]);
+        // Unpaired surrogates: a high one alone, at the end, or a low one.
+        for bad in [&[0xD800u16, 0x61][..], &[0x61, 0xD83D][..], &[0xDC00][..]] {
+            let mut u = units.clone();
+            u.extend_from_slice(bad);
+            let mut l = lengths.clone();
+            l[9] += bad.len() as i32;
+            assert!(hashes(&u, &l).is_none(), "{bad:?}");
+        }
+        let mut null_elsewhere = lengths.clone();
+        null_elsewhere[0] = -1;
+        assert!(hashes(&units[1..], &null_elsewhere).is_none());
+        assert!(hashes(&units, &lengths[..9]).is_none());
+        assert!(hashes(&units[1..], &lengths).is_none());
+        assert!(hashes(&[units.clone(), vec![0x61]].concat(), &lengths).is_none());
+        let mut out = [0u8; 16];
+        assert!(envelope_hashes(&units, &lengths, &mut out).is_none());
     }
 }

@@ -24,8 +24,12 @@ export interface NativeAddon {
   prepareBodyAt(body: Uint8Array, bulk: boolean, out: Uint8Array, offset: number): number;
   prepareBodyAsync(body: Uint8Array, bulk: boolean): Promise<Buffer>;
   sha256Lines(text: string): string;
-  /** recordHash of envelope value rows (JSON text), 64 hex digits each; null when not of that form. */
-  envelopeHashesJson(rows: string): string | null;
+  /**
+   * recordHash of each envelope, 32 bytes each into `out`: the values in sorted member order are
+   * the code units of `units` cut at `lengths` (ten per envelope, -1 for null). False when the
+   * batch needs the checked path.
+   */
+  envelopeHashesUtf16(units: Uint16Array, lengths: Int32Array, out: Uint8Array): boolean;
   sha256Hex(data: Uint8Array): string;
   sha256(data: Uint8Array): Buffer;
   canonicalizeJson(text: Uint8Array): string;
@@ -41,7 +45,7 @@ const REQUIRED: readonly (keyof NativeAddon)[] = [
   'prepareBodyAt',
   'prepareBodyAsync',
   'sha256Lines',
-  'envelopeHashesJson',
+  'envelopeHashesUtf16',
   'sha256Hex',
   'sha256',
   'canonicalizeJson',
@@ -328,25 +332,62 @@ export class NativeHashingBackend implements HashingBackend {
     return new LazyPreparedBody(body, shape, p.errors, packedPayloads(p), packedEnvelopeText(p));
   }
 
+  private envelopeUnits = Buffer.allocUnsafeSlow(32 * 1024);
+  private envelopeLengths = new Int32Array(640);
+  private envelopeOut = Buffer.allocUnsafeSlow(32 * 64);
+
   recordHashes(envelopes: readonly RecordEnvelope[]): string[] {
-    if (envelopes.length === 0) return [];
-    // JSON.stringify escapes strings exactly as RFC 8785 does, and is the fastest way out of V8:
-    // the addon only splices the escaped values between the envelope's sorted member names. It
-    // declines rows that need the checked path (a non-string value, an unpaired surrogate).
-    const rows = new Array<readonly unknown[]>(envelopes.length);
-    for (let i = 0; i < envelopes.length; i++) {
+    const n = envelopes.length;
+    if (n === 0) return [];
+    // The values cross as one string of UTF-16 code units plus their lengths: concatenation is
+    // cheap in V8, and escaping, UTF-8 and the check for unpaired surrogates happen in native
+    // code. A value that is not a string (or null where allowed) takes the checked path.
+    if (this.envelopeLengths.length < 10 * n) this.envelopeLengths = new Int32Array(10 * n);
+    const lengths = this.envelopeLengths;
+    let text = '';
+    for (let i = 0, k = 0; i < n; i++, k += 10) {
       const e = envelopes[i]!;
-      // undefined would print as null, which only the checked path may judge.
-      const ts = e.sourceTimestamp === undefined ? false : e.sourceTimestamp;
-      rows[i] = [e.collection, e.database, e.hashScheme, e.operationType, e.payloadHash, e.recordId, e.recordVersion, e.salt, ts, e.tenantId];
+      const { collection, database, hashScheme, operationType, payloadHash, recordId, recordVersion, salt, sourceTimestamp, tenantId } = e;
+      if (
+        typeof collection !== 'string' ||
+        typeof database !== 'string' ||
+        typeof hashScheme !== 'string' ||
+        typeof operationType !== 'string' ||
+        typeof payloadHash !== 'string' ||
+        typeof recordId !== 'string' ||
+        typeof recordVersion !== 'string' ||
+        typeof salt !== 'string' ||
+        (typeof sourceTimestamp !== 'string' && sourceTimestamp !== null) ||
+        typeof tenantId !== 'string'
+      ) {
+        return this.checkedRecordHashes(envelopes);
+      }
+      text += collection + database + hashScheme + operationType + payloadHash + recordId + recordVersion + salt + (sourceTimestamp ?? '') + tenantId;
+      lengths[k] = collection.length;
+      lengths[k + 1] = database.length;
+      lengths[k + 2] = hashScheme.length;
+      lengths[k + 3] = operationType.length;
+      lengths[k + 4] = payloadHash.length;
+      lengths[k + 5] = recordId.length;
+      lengths[k + 6] = recordVersion.length;
+      lengths[k + 7] = salt.length;
+      lengths[k + 8] = sourceTimestamp === null ? -1 : sourceTimestamp.length;
+      lengths[k + 9] = tenantId.length;
     }
-    const fast = this.addon.envelopeHashesJson(JSON.stringify(rows));
-    if (fast !== null) {
-      const out = new Array<string>(envelopes.length);
-      for (let i = 0; i < envelopes.length; i++) out[i] = fast.slice(i * 64, i * 64 + 64);
-      return out;
-    }
-    return this.checkedRecordHashes(envelopes);
+    if (this.envelopeUnits.length < 2 * text.length) this.envelopeUnits = Buffer.allocUnsafeSlow(4 * text.length);
+    if (this.envelopeOut.length < 32 * n) this.envelopeOut = Buffer.allocUnsafeSlow(32 * n);
+    const units = this.envelopeUnits;
+    units.write(text, 0, 'utf16le');
+    const ok = this.addon.envelopeHashesUtf16(
+      new Uint16Array(units.buffer, units.byteOffset, text.length),
+      lengths.subarray(0, 10 * n),
+      this.envelopeOut,
+    );
+    if (!ok) return this.checkedRecordHashes(envelopes);
+    const hex = this.envelopeOut.toString('hex', 0, 32 * n);
+    const out = new Array<string>(n);
+    for (let i = 0; i < n; i++) out[i] = hex.slice(i * 64, i * 64 + 64);
+    return out;
   }
 
   /** The envelope-by-envelope path, which names the field that has no canonical form. */
