@@ -12,11 +12,13 @@
 //! spans of the payload objects are kept so the envelope text (the body with each payload object
 //! replaced by `{}`) can be copied out without a second parse.
 
-use sha2::{Digest, Sha256};
-
 use crate::jcs::cmp_utf16;
 use crate::json::{load8, scan_number, simple_escape, special8, write_json_string, MAX_DEPTH};
-use crate::Prepared;
+use std::borrow::Cow;
+
+use sha2::{Digest, Sha256};
+
+use crate::{push_hex, Prepared};
 
 const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
 
@@ -99,56 +101,94 @@ fn is_ws(c: u8) -> bool {
     c == b' ' || c == b'\n' || c == b'\r' || c == b'\t'
 }
 
-/// RFC 8785 form of `body`'s payloads, or None when the full parser must decide.
-pub fn prepare(body: &[u8], bulk: bool) -> Option<Prepared> {
+/// Buffers kept from one body to the next on a thread: allocating them afresh for every body,
+/// and touching the new pages, cost about as much as the parse itself.
+#[derive(Default)]
+pub struct Scratch {
+    members: Vec<Member>,
+    sorted: Vec<u8>,
+    order: Vec<usize>,
+    names: Vec<(usize, usize)>,
+    captures: [Capture; 3],
+    hashes: Vec<u8>,
+}
+
+/// A scratch buffer grown past this is given back rather than kept for the next body.
+const KEEP_BYTES: usize = 8 << 20;
+
+fn reuse<T>(v: &mut Vec<T>) -> Vec<T> {
+    let mut v = std::mem::take(v);
+    if v.capacity() * std::mem::size_of::<T>() > KEEP_BYTES {
+        v = Vec::new();
+    }
+    v.clear();
+    v
+}
+
+/// RFC 8785 form of `body`'s payloads, or None when the full parser must decide. The answer
+/// borrows its buffers from `scratch`.
+pub fn prepare<'s>(body: &[u8], bulk: bool, scratch: &'s mut Scratch) -> Option<Prepared<'s>> {
     let mut f = Fast {
         b: body,
         pos: 0,
         bulk,
         num: ryu_js::Buffer::new(),
-        members: Vec::new(),
-        sorted: Vec::new(),
-        order: Vec::new(),
-        captures: Default::default(),
-        names: Vec::new(),
+        members: reuse(&mut scratch.members),
+        sorted: reuse(&mut scratch.sorted),
+        order: reuse(&mut scratch.order),
+        captures: std::mem::take(&mut scratch.captures).map(|mut c| Capture {
+            present: false,
+            lengths: reuse(&mut c.lengths),
+            text: reuse(&mut c.text),
+            spans: reuse(&mut c.spans),
+        }),
+        names: reuse(&mut scratch.names),
     };
     f.ws();
-    f.check(0, Role::Root).ok()?;
-    f.ws();
-    if f.pos != body.len() {
+    let done = f.check(0, Role::Root).is_ok() && {
+        f.ws();
+        f.pos == body.len()
+    };
+    scratch.members = f.members;
+    scratch.sorted = f.sorted;
+    scratch.order = f.order;
+    scratch.names = f.names;
+    scratch.captures = f.captures;
+    if !done {
         return None;
     }
-    let [records, items, single] = f.captures;
+    let [records, items, single] = &mut scratch.captures;
     let chosen = if !bulk {
-        if single.present {
-            single
-        } else {
-            Capture { present: true, lengths: vec![-1], ..Default::default() }
+        if !single.present {
+            single.lengths.push(-1);
         }
+        single
     } else if records.present {
         records
     } else if items.present {
         items
     } else {
-        Capture::default()
+        // Never present, so empty.
+        records
     };
-    let mut hashes = Vec::with_capacity(32 * chosen.lengths.len());
+    let mut hashes = reuse(&mut scratch.hashes);
     let mut at = 0usize;
-    for &l in &chosen.lengths {
+    for &l in chosen.lengths.iter() {
         if l >= 0 {
             let end = at + l as usize;
-            hashes.extend_from_slice(&Sha256::digest(&chosen.text[at..end]));
+            push_hex(&mut hashes, &Sha256::digest(&chosen.text[at..end]));
             at = end;
         }
     }
+    scratch.hashes = hashes;
     Some(Prepared {
         syntax_error: false,
         error_count: 0,
         errors_json: Vec::new(),
-        canonical: chosen.text,
-        lengths: chosen.lengths,
-        hashes,
-        payload_spans: (!chosen.spans.is_empty()).then_some(chosen.spans),
+        canonical: Cow::Borrowed(&chosen.text),
+        lengths: Cow::Borrowed(&chosen.lengths),
+        hashes: Cow::Borrowed(&scratch.hashes),
+        payload_spans: (!chosen.spans.is_empty()).then_some(Cow::Borrowed(&chosen.spans)),
     })
 }
 
@@ -177,7 +217,7 @@ impl<'a> Fast<'a> {
                 };
                 let start = self.pos;
                 let mut text = std::mem::take(&mut self.captures[k as usize].text);
-                if text.capacity() == 0 {
+                if text.is_empty() {
                     // Payloads are most of a body: growing by doubling would copy them repeatedly.
                     text.reserve(self.b.len() - start);
                 }

@@ -5,6 +5,9 @@
 //! function has a synchronous form (for worker threads) and most an AsyncTask form that runs on
 //! the libuv pool, off the event loop.
 
+use std::borrow::Cow;
+use std::cell::RefCell;
+
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use sha2::{Digest, Sha256};
@@ -20,7 +23,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
-fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
+pub(crate) fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
     for &b in bytes {
         out.push(HEX[(b >> 4) as usize]);
         out.push(HEX[(b & 0xF) as usize]);
@@ -32,23 +35,26 @@ fn ascii_string(v: Vec<u8>) -> String {
     String::from_utf8(v).unwrap_or_default()
 }
 
-pub struct Prepared {
+/// prepareBody's answer. The one-pass canonicaliser lends its buffers (thread-local scratch); the
+/// full parser's answer owns them.
+pub struct Prepared<'a> {
     pub(crate) syntax_error: bool,
     pub(crate) error_count: u32,
     pub(crate) errors_json: Vec<u8>,
-    pub(crate) canonical: Vec<u8>,
-    pub(crate) lengths: Vec<i32>,
-    pub(crate) hashes: Vec<u8>,
+    pub(crate) canonical: Cow<'a, [u8]>,
+    pub(crate) lengths: Cow<'a, [i32]>,
+    /// payloadHash of each present payload, 64 lowercase hex digits each.
+    pub(crate) hashes: Cow<'a, [u8]>,
     /// Body offsets of the payload objects to replace by `{}` in the envelope text; None when the
     /// answer carries no envelope text (the caller then derives the envelope from the value).
-    pub(crate) payload_spans: Option<Vec<(usize, usize)>>,
+    pub(crate) payload_spans: Option<Cow<'a, [(usize, usize)]>>,
 }
 
 const HEADER_LEN: usize = 20;
 const FLAG_SYNTAX_ERROR: u32 = 1;
 const FLAG_ENVELOPE_TEXT: u32 = 2;
 
-impl Prepared {
+impl Prepared<'_> {
     fn envelope_len(&self, body: &[u8]) -> Option<usize> {
         let spans = self.payload_spans.as_ref()?;
         Some(spans.iter().fold(body.len(), |n, &(s, e)| n - (e - s) + 2))
@@ -64,7 +70,8 @@ impl Prepared {
     /// u32 flags (bit 0: syntax error, bit 1: envelope text present) | u32 violation count
     /// u32 errors JSON length | u32 n | u32 envelope text length
     /// i32 length[n] (canonical bytes of payload i, -1 when absent) | errors JSON (UTF-8)
-    /// 32-byte payloadHash per present payload | canonical texts back to back | envelope text
+    /// payloadHash per present payload (64 hex digits) | canonical texts back to back
+    /// envelope text
     /// ```
     ///
     /// The envelope text is the body with every payload object replaced by `{}`. `out` must hold
@@ -82,7 +89,7 @@ impl Prepared {
         put(&(self.errors_json.len() as u32).to_le_bytes());
         put(&(self.lengths.len() as u32).to_le_bytes());
         put(&(envelope_len.unwrap_or(0) as u32).to_le_bytes());
-        for l in &self.lengths {
+        for l in self.lengths.iter() {
             put(&l.to_le_bytes());
         }
         put(&self.errors_json);
@@ -90,7 +97,7 @@ impl Prepared {
         put(&self.canonical);
         if let Some(spans) = &self.payload_spans {
             let mut from = 0;
-            for &(s, e) in spans {
+            for &(s, e) in spans.iter() {
                 put(&body[from..s]);
                 put(b"{}");
                 from = e;
@@ -157,24 +164,25 @@ fn affected(paths: &[String], prefix: &str) -> std::collections::HashSet<usize> 
     out
 }
 
-fn prepare(body: &[u8], bulk: bool) -> Prepared {
-    fast::prepare(body, bulk).unwrap_or_else(|| prepare_full(body, bulk))
+thread_local! {
+    static SCRATCH: RefCell<fast::Scratch> = RefCell::default();
+}
+
+/// Calls `f` with prepareBody's answer for `body`.
+fn with_prepared<R>(body: &[u8], bulk: bool, f: impl FnOnce(&Prepared<'_>) -> R) -> R {
+    SCRATCH.with_borrow_mut(|scratch| match fast::prepare(body, bulk, scratch) {
+        Some(p) => f(&p),
+        None => f(&prepare_full(body, bulk)),
+    })
 }
 
 /// The full parser's answer: what every body with a violation, or an unusual shape, gets.
-fn prepare_full(body: &[u8], bulk: bool) -> Prepared {
+fn prepare_full(body: &[u8], bulk: bool) -> Prepared<'static> {
     let parsed = json::parse(body);
-    let mut out = Prepared {
-        syntax_error: parsed.syntax_error,
-        error_count: parsed.error_count as u32,
-        errors_json: errors_json(&parsed.errors),
-        canonical: Vec::new(),
-        lengths: Vec::new(),
-        hashes: Vec::new(),
-        payload_spans: None,
-    };
-    let Some(value) = parsed.value else { return out };
-    let emit = |element: Option<&json::Value<'_>>, out: &mut Prepared| {
+    let mut canonical = Vec::new();
+    let mut lengths = Vec::new();
+    let mut hashes = Vec::new();
+    let mut emit = |element: Option<&json::Value<'_>>| {
         let payload = match element {
             Some(el @ json::Value::Obj(_)) => match el.member(b"recordPayload") {
                 Some(p @ json::Value::Obj(_)) => Some(p),
@@ -182,42 +190,51 @@ fn prepare_full(body: &[u8], bulk: bool) -> Prepared {
             },
             _ => None,
         };
-        let start = out.canonical.len();
-        match payload.map(|p| jcs::canonicalize(p, &mut out.canonical)) {
+        let start = canonical.len();
+        match payload.map(|p| jcs::canonicalize(p, &mut canonical)) {
             Some(Ok(())) => {
-                let text = &out.canonical[start..];
-                out.lengths.push(text.len() as i32);
-                out.hashes.extend_from_slice(&Sha256::digest(text));
+                let text = &canonical[start..];
+                lengths.push(text.len() as i32);
+                push_hex(&mut hashes, &Sha256::digest(text));
             }
             _ => {
-                out.canonical.truncate(start);
-                out.lengths.push(-1);
+                canonical.truncate(start);
+                lengths.push(-1);
             }
         }
     };
-    if !bulk {
-        let bad = parsed.violation_paths.iter().any(|p| within(p, "recordPayload"));
-        emit(if bad { None } else { Some(&value) }, &mut out);
-        return out;
+    if let Some(value) = &parsed.value {
+        if !bulk {
+            let bad = parsed.violation_paths.iter().any(|p| within(p, "recordPayload"));
+            emit(if bad { None } else { Some(value) });
+        } else {
+            let (prefix, list): (&str, &[json::Value<'_>]) = match (value, value.member(b"records"), value.member(b"items")) {
+                (json::Value::Obj(_), Some(json::Value::Arr(items)), _) => ("records", items),
+                (json::Value::Obj(_), _, Some(json::Value::Arr(items))) => ("items", items),
+                _ => ("", &[]),
+            };
+            let bad = if parsed.violation_paths.is_empty() { Default::default() } else { affected(&parsed.violation_paths, prefix) };
+            for (i, el) in list.iter().enumerate() {
+                emit(if bad.contains(&i) { None } else { Some(el) });
+            }
+        }
     }
-    let (prefix, list): (&str, &[json::Value<'_>]) = match (&value, value.member(b"records"), value.member(b"items")) {
-        (json::Value::Obj(_), Some(json::Value::Arr(items)), _) => ("records", items),
-        (json::Value::Obj(_), _, Some(json::Value::Arr(items))) => ("items", items),
-        _ => ("", &[]),
-    };
-    let bad = if parsed.violation_paths.is_empty() { Default::default() } else { affected(&parsed.violation_paths, prefix) };
-    out.lengths.reserve(list.len());
-    for (i, el) in list.iter().enumerate() {
-        emit(if bad.contains(&i) { None } else { Some(el) }, &mut out);
+    Prepared {
+        syntax_error: parsed.syntax_error,
+        error_count: parsed.error_count as u32,
+        errors_json: errors_json(&parsed.errors),
+        canonical: Cow::Owned(canonical),
+        lengths: Cow::Owned(lengths),
+        hashes: Cow::Owned(hashes),
+        payload_spans: None,
     }
-    out
 }
 
 /// Parses a request body, checks the I-JSON rules and hashes its payloads (`bulk`: one payload
 /// per element of `records`, else of `items`). The answer is encoded as Prepared::encode_into says.
 #[napi]
 pub fn prepare_body(body: &[u8], bulk: bool) -> Buffer {
-    Buffer::from(prepare(body, bulk).encode(body))
+    Buffer::from(with_prepared(body, bulk, |p| p.encode(body)))
 }
 
 /// prepareBody writing its answer into `out` from byte `offset` on (a reused buffer: returning a
@@ -225,16 +242,17 @@ pub fn prepare_body(body: &[u8], bulk: bool) -> Buffer {
 /// minus the length needed when it does not fit (nothing is written then).
 #[napi]
 pub fn prepare_body_at(body: &[u8], bulk: bool, mut out: Uint8ArraySlice, offset: u32) -> i64 {
-    let prepared = prepare(body, bulk);
-    let len = prepared.encoded_len(body);
     // Safety: the view is only written during this synchronous call, while JS cannot run.
     let out = unsafe { out.as_mut() };
-    let offset = offset as usize;
-    if offset > out.len() || len > out.len() - offset {
-        return -(len as i64);
-    }
-    prepared.encode_into(body, &mut out[offset..offset + len]);
-    len as i64
+    with_prepared(body, bulk, |prepared| {
+        let len = prepared.encoded_len(body);
+        let offset = offset as usize;
+        if offset > out.len() || len > out.len() - offset {
+            return -(len as i64);
+        }
+        prepared.encode_into(body, &mut out[offset..offset + len]);
+        len as i64
+    })
 }
 
 pub struct PrepareTask {
@@ -246,7 +264,7 @@ impl Task for PrepareTask {
     type Output = Vec<u8>;
     type JsValue = Buffer;
     fn compute(&mut self) -> Result<Vec<u8>> {
-        Ok(prepare(&self.body, self.bulk).encode(&self.body))
+        Ok(with_prepared(&self.body, self.bulk, |p| p.encode(&self.body)))
     }
     fn resolve(&mut self, _env: Env, output: Vec<u8>) -> Result<Buffer> {
         Ok(Buffer::from(output))
@@ -313,14 +331,14 @@ fn push_utf16(out: &mut Vec<u8>, units: &[u16]) -> Option<()> {
     Some(())
 }
 
-/// recordHash of each envelope of a batch, written to `out` (32 bytes each). The envelopes'
+/// recordHash of each envelope of a batch, written to `out` as 64 lowercase hex digits each. The envelopes'
 /// values, in ENVELOPE_KEYS order, are the UTF-16 code units of `units` cut at `lengths` (ten per
 /// envelope; -1 is null, which only sourceTimestamp may be). None when a value has no canonical
 /// form here (an unpaired surrogate, a misplaced null) or the lengths do not fit: the caller then
 /// takes the checked path, which names the field.
 fn envelope_hashes(units: &[u16], lengths: &[i32], out: &mut [u8]) -> Option<()> {
     let n = lengths.len() / ENVELOPE_KEYS.len();
-    if !lengths.len().is_multiple_of(ENVELOPE_KEYS.len()) || out.len() < 32 * n {
+    if !lengths.len().is_multiple_of(ENVELOPE_KEYS.len()) || out.len() < 64 * n {
         return None;
     }
     let mut canonical = Vec::with_capacity(512);
@@ -329,32 +347,8 @@ fn envelope_hashes(units: &[u16], lengths: &[i32], out: &mut [u8]) -> Option<()>
     // their compression is then done once.
     let mut first_block: Option<([u8; 64], Sha256)> = None;
     let mut at = 0usize;
-    for (row, hash) in lengths.chunks_exact(ENVELOPE_KEYS.len()).zip(out.chunks_exact_mut(32)) {
-        canonical.clear();
-        for (f, (&len, key)) in row.iter().zip(ENVELOPE_KEYS).enumerate() {
-            canonical.extend_from_slice(key);
-            if len < 0 {
-                if f != NULLABLE_FIELD || len != -1 {
-                    return None;
-                }
-                canonical.extend_from_slice(b"null");
-                continue;
-            }
-            let end = at.checked_add(len as usize)?;
-            let v = units.get(at..end)?;
-            at = end;
-            // Most values are printable ASCII without quotes or backslashes, written as they are.
-            if v.iter().fold(true, |plain, &u| plain & (0x20..0x7F).contains(&u) & (u != b'"' as u16) & (u != b'\\' as u16)) {
-                canonical.push(b'"');
-                canonical.extend(v.iter().map(|&u| u as u8));
-                canonical.push(b'"');
-            } else {
-                value.clear();
-                push_utf16(&mut value, v)?;
-                json::write_json_string(&mut canonical, &value);
-            }
-        }
-        canonical.push(b'}');
+    for (row, hash) in lengths.chunks_exact(ENVELOPE_KEYS.len()).zip(out.chunks_exact_mut(64)) {
+        envelope_canonical(units, &mut at, row, &mut canonical, &mut value)?;
         let (head, tail) = canonical.split_at(64.min(canonical.len()));
         let mut hasher = match &first_block {
             Some((block, state)) if block[..] == *head => state.clone(),
@@ -368,13 +362,52 @@ fn envelope_hashes(units: &[u16], lengths: &[i32], out: &mut [u8]) -> Option<()>
             }
         };
         hasher.update(tail);
-        hash.copy_from_slice(&hasher.finalize());
+        write_hex(hash, &hasher.finalize());
     }
     (at == units.len()).then_some(())
 }
 
+/// Appends the canonical text of the envelope whose value lengths are `row`, taking its values
+/// from `units` at `at` (moved past them).
+fn envelope_canonical(units: &[u16], at: &mut usize, row: &[i32], text: &mut Vec<u8>, value: &mut Vec<u8>) -> Option<()> {
+    text.clear();
+    for (f, (&len, key)) in row.iter().zip(ENVELOPE_KEYS).enumerate() {
+        text.extend_from_slice(key);
+        if len < 0 {
+            if f != NULLABLE_FIELD || len != -1 {
+                return None;
+            }
+            text.extend_from_slice(b"null");
+            continue;
+        }
+        let end = at.checked_add(len as usize)?;
+        let v = units.get(*at..end)?;
+        *at = end;
+        // Most values are printable ASCII without quotes or backslashes, written as they are.
+        if v.iter().fold(true, |plain, &u| plain & (0x20..0x7F).contains(&u) & (u != b'"' as u16) & (u != b'\\' as u16)) {
+            text.push(b'"');
+            text.extend(v.iter().map(|&u| u as u8));
+            text.push(b'"');
+        } else {
+            value.clear();
+            push_utf16(value, v)?;
+            json::write_json_string(text, value);
+        }
+    }
+    text.push(b'}');
+    Some(())
+}
+
+fn write_hex(out: &mut [u8], bytes: &[u8]) {
+    for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = HEX[(b >> 4) as usize];
+        pair[1] = HEX[(b & 0xF) as usize];
+    }
+}
+
 /// recordHash of a batch of envelopes given as their values' UTF-16 code units and lengths (see
-/// envelope_hashes); the 32-byte hashes go to `out`. False when the batch needs the checked path.
+/// envelope_hashes); the hashes go to `out` as hex digits. False when the batch needs the checked
+/// path.
 #[napi]
 pub fn envelope_hashes_utf16(units: Uint16ArraySlice, lengths: Int32ArraySlice, mut out: Uint8ArraySlice) -> bool {
     // Safety: the view is only written during this synchronous call, while JS cannot run.
@@ -564,15 +597,20 @@ mod tests {
     use super::*;
 
     /// The answer without its envelope text, which only the one-pass canonicaliser writes.
-    fn hashed(p: Prepared) -> Vec<u8> {
+    fn hashed(p: Prepared<'_>) -> Vec<u8> {
         Prepared { payload_spans: None, ..p }.encode(b"")
     }
 
-    fn envelope_text(p: &Prepared, body: &[u8]) -> Option<String> {
+    /// The one-pass canonicaliser's answer, on a scratch of its own.
+    fn fast_prepare(body: &[u8], bulk: bool) -> Option<Vec<u8>> {
+        fast::prepare(body, bulk, &mut fast::Scratch::default()).map(hashed)
+    }
+
+    fn envelope_text(p: &Prepared<'_>, body: &[u8]) -> Option<String> {
         let spans = p.payload_spans.as_ref()?;
         let mut out = Vec::new();
         let mut from = 0;
-        for &(s, e) in spans {
+        for &(s, e) in spans.iter() {
             out.extend_from_slice(&body[from..s]);
             out.extend_from_slice(b"{}");
             from = e;
@@ -584,8 +622,8 @@ mod tests {
     #[test]
     fn canonical_sample() {
         let body = br#"{"recordPayload":{"numbers":[333333333.33333329,1E30,4.50,2e-3,0.000000000000000000000000001],"b":-0,"a":"\u20ac"}}"#;
-        let p = prepare(body, false);
-        assert_eq!(std::str::from_utf8(&p.canonical).unwrap(), r#"{"a":"€","b":0,"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27]}"#);
+        let text = with_prepared(body, false, |p| p.canonical.to_vec());
+        assert_eq!(std::str::from_utf8(&text).unwrap(), r#"{"a":"€","b":0,"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27]}"#);
     }
 
     #[test]
@@ -631,22 +669,22 @@ mod tests {
         for body in singles {
             let full = prepare_full(body.as_bytes(), false);
             assert_eq!(full.error_count, 0, "{body}");
-            let fast = fast::prepare(body.as_bytes(), false).unwrap_or_else(|| panic!("fast gave up on {body}"));
-            assert_eq!(hashed(fast), hashed(full), "{body}");
+            let fast = fast_prepare(body.as_bytes(), false).unwrap_or_else(|| panic!("fast gave up on {body}"));
+            assert_eq!(fast, hashed(full), "{body}");
         }
         for body in invalid {
-            assert!(fast::prepare(body.as_bytes(), false).is_none(), "{body}");
+            assert!(fast_prepare(body.as_bytes(), false).is_none(), "{body}");
             let full = prepare_full(body.as_bytes(), false);
             assert!(full.error_count > 0 || full.syntax_error, "{body}");
         }
         // Invalid UTF-8 and an encoded surrogate, raw in a string.
         for raw in [&b"{\"recordPayload\":{\"s\":\"\xff\"}}"[..], &b"{\"recordPayload\":{\"s\":\"\xed\xa0\x80\"}}"[..]] {
-            assert!(fast::prepare(raw, false).is_none());
+            assert!(fast_prepare(raw, false).is_none());
         }
         let deep_ok = format!(r#"{{"recordPayload":{}1{}}}"#, "[".repeat(63), "]".repeat(63));
-        assert_eq!(fast::prepare(deep_ok.as_bytes(), false).map(hashed), Some(hashed(prepare_full(deep_ok.as_bytes(), false))));
+        assert_eq!(fast_prepare(deep_ok.as_bytes(), false), Some(hashed(prepare_full(deep_ok.as_bytes(), false))));
         let deep_bad = format!(r#"{{"recordPayload":{}1{}}}"#, "[".repeat(64), "]".repeat(64));
-        assert!(fast::prepare(deep_bad.as_bytes(), false).is_none());
+        assert!(fast_prepare(deep_bad.as_bytes(), false).is_none());
         assert!(prepare_full(deep_bad.as_bytes(), false).error_count > 0);
         let bulks: &[&str] = &[
             r#"{"records":[{"recordPayload":{"b":1,"a":2}},{"recordPayload":3},5,{"x":{"recordPayload":{}}},{"recordPayload":{}}]}"#,
@@ -657,8 +695,34 @@ mod tests {
         ];
         for body in bulks {
             let full = prepare_full(body.as_bytes(), true);
-            let fast = fast::prepare(body.as_bytes(), true).unwrap_or_else(|| panic!("fast gave up on {body}"));
-            assert_eq!(hashed(fast), hashed(full), "{body}");
+            let fast = fast_prepare(body.as_bytes(), true).unwrap_or_else(|| panic!("fast gave up on {body}"));
+            assert_eq!(fast, hashed(full), "{body}");
+        }
+    }
+
+    /// Bodies prepared one after another on the thread's scratch, including ones it gives up on
+    /// halfway, get the answers a fresh scratch gives.
+    #[test]
+    fn scratch_reuse() {
+        let bodies: &[(&str, bool)] = &[
+            (r#"{"records":[{"recordPayload":{"b":1,"a":"x"}},{"recordPayload":{"c":[1,2]}}],"items":[{"recordPayload":{}}]}"#, true),
+            (r#"{"records":[{"recordPayload":{"b":1}},{"recordPayload":{"a":1,"a":2}}]}"#, true),
+            (r#"{"recordPayload":{"z":"long text long text long text long text","y":{"b":1,"a":0}}}"#, false),
+            (r#"{"items":[{"recordPayload":{"q":1}}]}"#, true),
+            (r#"{"recordPayload":{"n":1e400}}"#, false),
+            (r#"{"other":1}"#, false),
+            (r#"{"records":[{"recordPayload":{"k":1}}]}"#, true),
+        ];
+        for _ in 0..2 {
+            for &(body, bulk) in bodies {
+                let b = body.as_bytes();
+                let reused = with_prepared(b, bulk, |p| p.encode(b));
+                let fresh = match fast::prepare(b, bulk, &mut fast::Scratch::default()) {
+                    Some(p) => p.encode(b),
+                    None => prepare_full(b, bulk).encode(b),
+                };
+                assert_eq!(reused, fresh, "{body}");
+            }
         }
     }
 
@@ -683,7 +747,8 @@ mod tests {
             (r#"{"recordPayload":{"z":1}}"#, true, None),
         ];
         for &(body, bulk, want) in cases {
-            let p = fast::prepare(body.as_bytes(), bulk).unwrap_or_else(|| panic!("fast gave up on {body}"));
+            let mut scratch = fast::Scratch::default();
+            let p = fast::prepare(body.as_bytes(), bulk, &mut scratch).unwrap_or_else(|| panic!("fast gave up on {body}"));
             assert_eq!(envelope_text(&p, body.as_bytes()).as_deref(), want, "{body}");
             let encoded = p.encode(body.as_bytes());
             assert_eq!(encoded.len(), p.encoded_len(body.as_bytes()));
@@ -711,7 +776,7 @@ mod timing {
             let best = (0..10)
                 .map(|_| {
                     let t = std::time::Instant::now();
-                    for _ in 0..n { std::hint::black_box(super::prepare(std::hint::black_box(&body), true)); }
+                    for _ in 0..n { std::hint::black_box(super::with_prepared(std::hint::black_box(&body), true, |p| p.lengths.len())); }
                     t.elapsed() / n
                 })
                 .min()
@@ -735,7 +800,7 @@ mod timing {
         for _ in 0..n { std::hint::black_box(super::prepare_full(std::hint::black_box(b), false)); }
         eprintln!("prepare_full {:?}/op ({} bytes)", t.elapsed() / n, b.len());
         let t = std::time::Instant::now();
-        for _ in 0..n { std::hint::black_box(super::prepare(std::hint::black_box(b), false)); }
+        for _ in 0..n { std::hint::black_box(super::with_prepared(std::hint::black_box(b), false, |p| p.lengths.len())); }
         eprintln!("prepare {:?}/op ({} bytes)", t.elapsed() / n, b.len());
         let t = std::time::Instant::now();
         for _ in 0..n { std::hint::black_box(<sha2::Sha256 as sha2::Digest>::digest(std::hint::black_box(b))); }
@@ -774,11 +839,9 @@ mod envelope_tests {
     }
 
     fn hashes(units: &[u16], lengths: &[i32]) -> Option<String> {
-        let mut out = vec![0u8; 32 * (lengths.len() / 10)];
+        let mut out = vec![0u8; 64 * (lengths.len() / 10)];
         envelope_hashes(units, lengths, &mut out)?;
-        let mut hex = Vec::new();
-        push_hex(&mut hex, &out);
-        Some(String::from_utf8(hex).unwrap())
+        Some(String::from_utf8(out).unwrap())
     }
 
     #[test]
@@ -818,7 +881,7 @@ mod envelope_tests {
         assert!(hashes(&units, &lengths[..9]).is_none());
         assert!(hashes(&units[1..], &lengths).is_none());
         assert!(hashes(&[units.clone(), vec![0x61]].concat(), &lengths).is_none());
-        let mut out = [0u8; 16];
+        let mut out = [0u8; 63];
         assert!(envelope_hashes(&units, &lengths, &mut out).is_none());
     }
 }

@@ -25,8 +25,8 @@ export interface NativeAddon {
   prepareBodyAsync(body: Uint8Array, bulk: boolean): Promise<Buffer>;
   sha256Lines(text: string): string;
   /**
-   * recordHash of each envelope, 32 bytes each into `out`: the values in sorted member order are
-   * the code units of `units` cut at `lengths` (ten per envelope, -1 for null). False when the
+   * recordHash of each envelope, 64 hex digits each into `out`: the values in sorted member order
+   * are the code units of `units` cut at `lengths` (ten per envelope, -1 for null). False when the
    * batch needs the checked path.
    */
   envelopeHashesUtf16(units: Uint16Array, lengths: Int32Array, out: Uint8Array): boolean;
@@ -174,8 +174,9 @@ function unpack(r: Buffer, at: number, copy: boolean): PackedPrepared {
   }
   const errors: FieldError[] = errorsLen === 0 ? [] : (JSON.parse(r.toString('utf8', p, p + errorsLen)) as FieldError[]);
   p += errorsLen;
-  const textAt = p + 32 * present;
-  const hashes = present === 0 ? '' : r.toString('hex', p, textAt);
+  const textAt = p + 64 * present;
+  // Hex digits already: latin1 makes the string with one copy.
+  const hashes = present === 0 ? '' : r.toString('latin1', p, textAt);
   const end = textAt + total + Math.max(0, envelopeLength);
   let texts: Uint8Array = r.subarray(textAt, end);
   if (copy) {
@@ -334,7 +335,7 @@ export class NativeHashingBackend implements HashingBackend {
 
   private envelopeUnits = Buffer.allocUnsafeSlow(32 * 1024);
   private envelopeLengths = new Int32Array(640);
-  private envelopeOut = Buffer.allocUnsafeSlow(32 * 64);
+  private envelopeOut = Buffer.allocUnsafeSlow(64 * 64);
 
   recordHashes(envelopes: readonly RecordEnvelope[]): string[] {
     const n = envelopes.length;
@@ -375,7 +376,7 @@ export class NativeHashingBackend implements HashingBackend {
       lengths[k + 9] = tenantId.length;
     }
     if (this.envelopeUnits.length < 2 * text.length) this.envelopeUnits = Buffer.allocUnsafeSlow(4 * text.length);
-    if (this.envelopeOut.length < 32 * n) this.envelopeOut = Buffer.allocUnsafeSlow(32 * n);
+    if (this.envelopeOut.length < 64 * n) this.envelopeOut = Buffer.allocUnsafeSlow(64 * n);
     const units = this.envelopeUnits;
     units.write(text, 0, 'utf16le');
     const ok = this.addon.envelopeHashesUtf16(
@@ -384,7 +385,7 @@ export class NativeHashingBackend implements HashingBackend {
       this.envelopeOut,
     );
     if (!ok) return this.checkedRecordHashes(envelopes);
-    const hex = this.envelopeOut.toString('hex', 0, 32 * n);
+    const hex = this.envelopeOut.toString('latin1', 0, 64 * n);
     const out = new Array<string>(n);
     for (let i = 0; i < n; i++) out[i] = hex.slice(i * 64, i * 64 + 64);
     return out;
