@@ -16,9 +16,7 @@ use crate::jcs::cmp_utf16;
 use crate::json::{load8, scan_number, simple_escape, special8, write_json_string, MAX_DEPTH};
 use std::borrow::Cow;
 
-use sha2::{Digest, Sha256};
-
-use crate::{push_hex, Prepared};
+use crate::{push_hex, sha, Prepared};
 
 const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
 
@@ -172,12 +170,20 @@ pub fn prepare<'s>(body: &[u8], bulk: bool, scratch: &'s mut Scratch) -> Option<
         records
     };
     let mut hashes = reuse(&mut scratch.hashes);
-    let mut at = 0usize;
-    for &l in chosen.lengths.iter() {
-        if l >= 0 {
-            let end = at + l as usize;
-            push_hex(&mut hashes, &Sha256::digest(&chosen.text[at..end]));
-            at = end;
+    let mut texts = chosen.lengths.iter().filter(|&&l| l >= 0).scan(0usize, |at, &l| {
+        let start = *at;
+        *at += l as usize;
+        Some(&chosen.text[start..*at])
+    });
+    // Two payloads at a time: see sha.rs.
+    while let Some(a) = texts.next() {
+        match texts.next() {
+            Some(b) => {
+                let (da, db) = sha::finish_pair((sha::IV, 0, a), (sha::IV, 0, b));
+                push_hex(&mut hashes, &da);
+                push_hex(&mut hashes, &db);
+            }
+            None => push_hex(&mut hashes, &sha::finish(sha::IV, 0, a)),
         }
     }
     scratch.hashes = hashes;

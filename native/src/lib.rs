@@ -16,6 +16,7 @@ mod fast;
 mod jcs;
 mod json;
 mod merkle;
+mod sha;
 
 // Parsing allocates many short-lived vectors; glibc malloc spent as long on them as the parser did.
 #[global_allocator]
@@ -341,30 +342,53 @@ fn envelope_hashes(units: &[u16], lengths: &[i32], out: &mut [u8]) -> Option<()>
     if !lengths.len().is_multiple_of(ENVELOPE_KEYS.len()) || out.len() < 64 * n {
         return None;
     }
-    let mut canonical = Vec::with_capacity(512);
+    let mut canonical = [Vec::with_capacity(512), Vec::with_capacity(512)];
     let mut value = Vec::with_capacity(128);
-    // The first 64 bytes of consecutive envelopes (names and the first values) usually agree:
-    // their compression is then done once.
-    let mut first_block: Option<([u8; 64], Sha256)> = None;
+    let mut first_block = FirstBlock { block: [0; 64], state: None };
     let mut at = 0usize;
-    for (row, hash) in lengths.chunks_exact(ENVELOPE_KEYS.len()).zip(out.chunks_exact_mut(64)) {
-        envelope_canonical(units, &mut at, row, &mut canonical, &mut value)?;
-        let (head, tail) = canonical.split_at(64.min(canonical.len()));
-        let mut hasher = match &first_block {
-            Some((block, state)) if block[..] == *head => state.clone(),
-            _ => {
-                let mut h = Sha256::new();
-                h.update(head);
-                if let Ok(block) = head.try_into() {
-                    first_block = Some((block, h.clone()));
-                }
-                h
-            }
-        };
-        hasher.update(tail);
-        write_hex(hash, &hasher.finalize());
+    // Two envelopes at a time: see sha.rs.
+    for (rows, hashes) in lengths.chunks(2 * ENVELOPE_KEYS.len()).zip(out.chunks_mut(128)) {
+        for (row, text) in rows.chunks_exact(ENVELOPE_KEYS.len()).zip(canonical.iter_mut()) {
+            envelope_canonical(units, &mut at, row, text, &mut value)?;
+        }
+        if rows.len() == ENVELOPE_KEYS.len() {
+            let (state, done, rest) = first_block.skip(&canonical[0]);
+            write_hex(&mut hashes[..64], &sha::finish(state, done, rest));
+        } else {
+            let a = first_block.skip(&canonical[0]);
+            let b = first_block.skip(&canonical[1]);
+            let (da, db) = sha::finish_pair(a, b);
+            write_hex(&mut hashes[..64], &da);
+            write_hex(&mut hashes[64..128], &db);
+        }
     }
     (at == units.len()).then_some(())
+}
+
+/// The first 64 canonical bytes of consecutive envelopes (names and the first values) usually
+/// agree: that block is compressed once and its state reused.
+struct FirstBlock {
+    block: [u8; 64],
+    state: Option<sha::State>,
+}
+
+impl FirstBlock {
+    /// Where hashing `text` starts: a state, the bytes it covers, and the bytes left.
+    fn skip<'t>(&mut self, text: &'t [u8]) -> (sha::State, u64, &'t [u8]) {
+        let Some((head, rest)) = text.split_first_chunk::<64>() else {
+            return (sha::IV, 0, text);
+        };
+        match self.state {
+            Some(state) if self.block == *head => (state, 64, rest),
+            _ => {
+                let mut state = sha::IV;
+                sha::absorb(&mut state, head);
+                self.block = *head;
+                self.state = Some(state);
+                (state, 64, rest)
+            }
+        }
+    }
 }
 
 /// Appends the canonical text of the envelope whose value lengths are `row`, taking its values
