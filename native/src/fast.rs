@@ -51,10 +51,15 @@ struct Member {
 
 impl Member {
     fn new(out: &[u8], key_start: usize, key_end: usize, start: usize, end: usize) -> Member {
-        let k = &out[key_start..key_end];
-        let prefix = match k.get(..8) {
-            Some(head) => u64::from_be_bytes(head.try_into().unwrap_or_default()),
-            None => k.iter().enumerate().fold(0u64, |v, (i, &c)| v | (c as u64) << (56 - 8 * i)),
+        let len = key_end - key_start;
+        // Eight bytes from the name on are nearly always there (the name is followed by `":` and
+        // the value): one load, and the bytes past a short name masked off.
+        let prefix = match out.get(key_start..key_start + 8) {
+            Some(head) => {
+                let w = u64::from_be_bytes(head.try_into().unwrap_or_default());
+                if len >= 8 { w } else { w & !(u64::MAX.checked_shr(8 * len as u32).unwrap_or(0)) }
+            }
+            None => out[key_start..key_end].iter().enumerate().fold(0u64, |v, (i, &c)| v | (c as u64) << (56 - 8 * i)),
         };
         let exotic = prefix & 0x8080_8080_8080_8080 != 0 && prefix.to_be_bytes().iter().any(|&c| c >= 0xEE);
         Member { key_start, key_end, start, end, prefix, exotic }
@@ -414,6 +419,10 @@ impl<'a> Fast<'a> {
             }
             return Ok(());
         }
+        if !integer && is_shortest_decimal(text) {
+            out.extend_from_slice(text);
+            return Ok(());
+        }
         // The grammar was checked, so this is ASCII and a valid float literal.
         let v: f64 = std::str::from_utf8(text).map_err(|_| Bail)?.parse().map_err(|_| Bail)?;
         if integer {
@@ -677,6 +686,26 @@ impl<'a> Fast<'a> {
     }
 }
 
+/// Whether a number literal with a fraction (grammar already checked) is its own ECMAScript
+/// spelling, so it needs neither parsing nor printing: no exponent, no trailing zero in the
+/// fraction, at most 15 significant digits and not below 1e-6 (where ECMAScript turns to exponent
+/// form). Decimals of at most 15 significant digits name distinct binary64 values (DBL_DIG), so
+/// no shorter decimal names this one's value, and Number::toString writes exactly these digits.
+fn is_shortest_decimal(text: &[u8]) -> bool {
+    let t = text.strip_prefix(b"-").unwrap_or(text);
+    let Some(dot) = t.iter().position(|&c| c == b'.') else { return false };
+    let (int, frac) = (&t[..dot], &t[dot + 1..]);
+    if !frac.iter().all(u8::is_ascii_digit) || frac.last() == Some(&b'0') {
+        return false;
+    }
+    if int == b"0" {
+        let zeros = frac.iter().take_while(|&&c| c == b'0').count();
+        zeros <= 5 && frac.len() - zeros <= 15
+    } else {
+        int.len() + frac.len() <= 15
+    }
+}
+
 /// Whether two of the member names (body offsets of names without escapes, so equal bytes mean
 /// equal strings) are the same.
 fn has_repeated_name(b: &[u8], names: &[(usize, usize)]) -> bool {
@@ -757,4 +786,67 @@ fn hex4(b: &[u8], i: usize) -> R<u32> {
         v = (v << 4) | d as u32;
     }
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_shortest_decimal;
+
+    /// ECMAScript's spelling of a decimal literal, the long way.
+    fn spelling(text: &str) -> String {
+        let v: f64 = text.parse().unwrap();
+        if v == 0.0 {
+            return "0".to_string();
+        }
+        ryu_js::Buffer::new().format_finite(v).to_string()
+    }
+
+    #[test]
+    fn shortest_decimals_agree_with_ryu() {
+        let mut x = 0x2545_f491_u64;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut taken = 0;
+        for _ in 0..400_000 {
+            let digits: String = (0..1 + next(19)).map(|_| char::from(b'0' + next(10) as u8)).collect();
+            let int_len = next(digits.len() as u64) as usize;
+            let int = digits[..int_len].trim_start_matches('0');
+            let int = if int.is_empty() { "0" } else { int };
+            let zeros = "0".repeat(if int == "0" { next(9) as usize } else { 0 });
+            let frac = format!("{zeros}{}", &digits[int_len..]);
+            if frac.is_empty() {
+                continue;
+            }
+            let sign = if next(2) == 0 { "-" } else { "" };
+            let text = format!("{sign}{int}.{frac}");
+            if is_shortest_decimal(text.as_bytes()) {
+                taken += 1;
+                assert_eq!(text, spelling(&text), "{text}");
+            }
+        }
+        assert!(taken > 50_000, "{taken}");
+        for (text, taken) in [
+            ("0.000001", true),
+            ("0.0000001", false),
+            ("0.5", true),
+            ("-0.0", false),
+            ("1.50", false),
+            ("1.5e3", false),
+            ("12345678901234.5", true),
+            ("123456789012345.6", false),
+            ("0.123456789012345", true),
+            ("0.1234567890123456", false),
+            ("47.3769", true),
+            ("1234.9285714285713", false),
+        ] {
+            assert_eq!(is_shortest_decimal(text.as_bytes()), taken, "{text}");
+            if taken {
+                assert_eq!(text, spelling(text));
+            }
+        }
+    }
 }
