@@ -75,8 +75,8 @@ t.test('native async preparation equals the sync one (when the addon is built)',
   const large = native.prepareBody(body(big), 'bulk');
   t.equal(large.payloads.length, 3000);
   t.equal(large.payloads[2999]?.canonical, `{"i":2999,"s":"${'x'.repeat(40)}"}`);
-  // Answers share arenas: payloads of earlier bodies stay readable after many more, and an answer
-  // longer than its body expected (exponent numbers print longer) still arrives whole.
+  // Payloads of earlier bodies stay readable after many more went through the reused output
+  // buffer, and an answer longer than that buffer (exponent numbers print longer) arrives whole.
   const kept = Array.from({ length: 80 }, (_, i) => native.prepareBody(body(`{"recordPayload":{"i":${i},"s":"${'y'.repeat(20_000)}"}}`), 'single'));
   kept.forEach((p, i) => t.equal(p.payloads[0]?.canonical, `{"i":${i},"s":"${'y'.repeat(20_000)}"}`));
   const wide = native.prepareBody(body(`{"recordPayload":{"n":[${Array(24_000).fill('1e20').join(',')}]},"t":1}`), 'single');

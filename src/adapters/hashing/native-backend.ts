@@ -249,15 +249,6 @@ class LazyPayload implements PreparedPayload {
   };
 }
 
-/**
- * Answers of prepareBody are written one after another into an arena that the lazy payloads
- * then view, so nothing is copied out of it; a full arena is left to the payloads that still
- * view it and a fresh one begins.
- */
-const ARENA_BYTES = 1 << 20;
-/** Answers expected above this size get a buffer of their own rather than a share of an arena. */
-const OWN_BUFFER_BYTES = ARENA_BYTES / 4;
-
 /** The Rust addon of native/: parsing, RFC 8785, SHA-256 (SHA-NI) and Merkle trees in one call. */
 export class NativeHashingBackend implements HashingBackend {
   readonly name: HashBackendName = 'native';
@@ -280,41 +271,17 @@ export class NativeHashingBackend implements HashingBackend {
     return this.addon.shaExtensions();
   }
 
-  private arena: Buffer = Buffer.allocUnsafeSlow(ARENA_BYTES);
-  private arenaUsed = 0;
+  /**
+   * The addon writes every answer into this reused buffer (warm memory: a fresh buffer per body,
+   * or an arena of them, costs page faults that outweigh the copy), and the parts kept are copied
+   * out of it.
+   */
+  private scratch: Buffer = Buffer.allocUnsafeSlow(64 * 1024);
 
   prepareBody(body: Uint8Array, shape: BodyShape): PreparedBody {
-    const p = this.prepareInArena(body, shape === 'bulk');
+    const p = this.preparePacked(body, shape);
     return new LazyPreparedBody(body, shape, p.errors, packedPayloads(p), packedEnvelopeText(p));
   }
-
-  private prepareInArena(body: Uint8Array, bulk: boolean): PackedPrepared {
-    // An answer is usually smaller than the body (payload texts plus the envelope text); numbers
-    // written in exponent form can make it larger, which the retry below covers.
-    const expected = 2 * body.length + 1024;
-    if (expected > OWN_BUFFER_BYTES) return this.prepareInOwnBuffer(body, bulk, expected);
-    if (this.arena.length - this.arenaUsed < expected) {
-      this.arena = Buffer.allocUnsafeSlow(ARENA_BYTES);
-      this.arenaUsed = 0;
-    }
-    const at = this.arenaUsed;
-    const used = this.addon.prepareBodyAt(body, bulk, this.arena, at);
-    if (used < 0) return this.prepareInOwnBuffer(body, bulk, -used);
-    this.arenaUsed = at + used;
-    return unpack(this.arena, at, false);
-  }
-
-  private prepareInOwnBuffer(body: Uint8Array, bulk: boolean, size: number): PackedPrepared {
-    let out = Buffer.allocUnsafeSlow(size);
-    let used = this.addon.prepareBodyAt(body, bulk, out, 0);
-    if (used < 0) {
-      out = Buffer.allocUnsafeSlow(-used);
-      used = this.addon.prepareBodyAt(body, bulk, out, 0);
-    }
-    return unpack(out, 0, false);
-  }
-
-  private scratch: Buffer = Buffer.allocUnsafeSlow(64 * 1024);
 
   /** prepareBody's answer before payload objects are made, in buffers of its own: what a worker sends back. */
   preparePacked(body: Uint8Array, shape: BodyShape): PackedPrepared {
