@@ -105,7 +105,7 @@ fn is_ws(c: u8) -> bool {
 }
 
 /// Buffers kept from one body to the next on a thread: allocating them afresh for every body,
-/// and touching the new pages, cost about as much as the parse itself.
+/// and touching the new pages, cost 5-7% of a 1 KiB record's whole preparation and hashing.
 #[derive(Default)]
 pub struct Scratch {
     members: Vec<Member>,
