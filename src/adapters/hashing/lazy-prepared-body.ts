@@ -13,6 +13,13 @@ import { envelopeOf } from '../../domain/hashing/prepare-body.js';
  * payload objects already cut out, so JSON.parse reads a fraction of the bytes), else from the
  * value.
  */
+/** Where an envelope text lies: bytes[start..end] (UTF-8). */
+export interface EnvelopeText {
+  readonly bytes: Buffer;
+  readonly start: number;
+  readonly end: number;
+}
+
 export class LazyPreparedBody implements PreparedBody {
   private parsed = false;
   private cachedValue: unknown;
@@ -24,7 +31,7 @@ export class LazyPreparedBody implements PreparedBody {
     private readonly shape: BodyShape,
     readonly errors: readonly FieldError[],
     readonly payloads: readonly (PreparedPayload | null)[],
-    private envelopeText?: Uint8Array,
+    private envelopeText?: EnvelopeText,
   ) {}
 
   get value(): unknown {
@@ -45,7 +52,7 @@ export class LazyPreparedBody implements PreparedBody {
     if (!this.envelopeBuilt) {
       this.envelopeBuilt = true;
       // Only a body without violations has an envelope text, and JSON.parse reads it exactly.
-      this.cachedEnvelope = this.envelopeText !== undefined && this.errors.length === 0 ? JSON.parse(utf8(this.envelopeText)) : envelopeOf(this.value, this.shape);
+      this.cachedEnvelope = this.envelopeText !== undefined && this.errors.length === 0 ? JSON.parse(this.envelopeText.bytes.toString('utf8', this.envelopeText.start, this.envelopeText.end)) : envelopeOf(this.value, this.shape);
       this.envelopeText = undefined;
     }
     return this.cachedEnvelope;

@@ -8,7 +8,7 @@ import { assertCanonicalizable } from '../../domain/hashing/canonical.js';
 import { HASH_LEN, MerkleHasher, type FlatProofs } from '../../domain/hashing/merkle.js';
 import type { BodyShape, HashBackendName, HashingBackend, PreparedBody, PreparedPayload } from '../../domain/hashing/port.js';
 import { envelopeCanonical } from '../../domain/hashing/record-hash.js';
-import { LazyPreparedBody } from './lazy-prepared-body.js';
+import { LazyPreparedBody, type EnvelopeText } from './lazy-prepared-body.js';
 
 /** What native/src/lib.rs exports (napi-rs turns snake_case into camelCase). */
 interface AllProofsNative {
@@ -151,11 +151,15 @@ const HEADER_LEN = 20;
 const FLAG_ENVELOPE_TEXT = 2;
 
 /**
- * Decodes the answer written at `r[at..]` (layout in native/src/lib.rs, Prepared::encode_into).
- * With `copy`, everything kept is copied out of `r` (a buffer that is about to be reused);
- * otherwise the texts stay views of `r`.
+ * How the texts leave an answer: `own`, copied into a buffer of their own (which a worker can
+ * transfer); `pooled`, copied with Buffer.allocUnsafe, which takes small ones from Node's shared
+ * pool (a buffer of its own costs about a microsecond to create, more than a small body's whole
+ * preparation); `view`, left where they are (the answer is not reused).
  */
-function unpack(r: Buffer, at: number, copy: boolean): PackedPrepared {
+type TextsCopy = 'own' | 'pooled' | 'view';
+
+/** Decodes the answer written at `r[at..]` (layout in native/src/lib.rs, Prepared::encode_into). */
+function unpack(r: Buffer, at: number, copy: TextsCopy): PackedPrepared {
   const flags = r.readUInt32LE(at);
   const errorsLen = r.readUInt32LE(at + 8);
   const n = r.readUInt32LE(at + 12);
@@ -179,17 +183,17 @@ function unpack(r: Buffer, at: number, copy: boolean): PackedPrepared {
   const hashes = present === 0 ? '' : r.toString('latin1', p, textAt);
   const end = textAt + total + Math.max(0, envelopeLength);
   let texts: Uint8Array = r.subarray(textAt, end);
-  if (copy) {
-    const own = Buffer.allocUnsafeSlow(end - textAt);
-    r.copy(own, 0, textAt, end);
-    texts = own;
+  if (copy !== 'view') {
+    const kept = copy === 'own' ? Buffer.allocUnsafeSlow(end - textAt) : Buffer.allocUnsafe(end - textAt);
+    r.copy(kept, 0, textAt, end);
+    texts = kept;
   }
   return { errors, lengths, texts, hashes, envelopeLength };
 }
 
 /** The payloads of a packed answer; each canonical text is decoded on first read. */
 export function packedPayloads(p: PackedPrepared): (PreparedPayload | null)[] {
-  const buf = Buffer.from(p.texts.buffer, p.texts.byteOffset, p.texts.byteLength);
+  const buf = textsBuffer(p);
   const n = p.lengths.length;
   const payloads = new Array<PreparedPayload | null>(n);
   let at = 0;
@@ -208,9 +212,14 @@ export function packedPayloads(p: PackedPrepared): (PreparedPayload | null)[] {
 }
 
 /** The envelope text of a packed answer, or undefined when the envelope must come from the value. */
-export function packedEnvelopeText(p: PackedPrepared): Uint8Array | undefined {
+export function packedEnvelopeText(p: PackedPrepared): EnvelopeText | undefined {
   if (p.envelopeLength < 0) return undefined;
-  return p.texts.subarray(p.texts.length - p.envelopeLength);
+  return { bytes: textsBuffer(p), start: p.texts.length - p.envelopeLength, end: p.texts.length };
+}
+
+/** The texts as a Buffer: the same object when they are one (views cost more to make than a small body takes to prepare). */
+function textsBuffer(p: PackedPrepared): Buffer {
+  return Buffer.isBuffer(p.texts) ? p.texts : Buffer.from(p.texts.buffer, p.texts.byteOffset, p.texts.byteLength);
 }
 
 /**
@@ -279,24 +288,29 @@ export class NativeHashingBackend implements HashingBackend {
   private scratch: Buffer = Buffer.allocUnsafeSlow(64 * 1024);
 
   prepareBody(body: Uint8Array, shape: BodyShape): PreparedBody {
-    const p = this.preparePacked(body, shape);
+    const p = unpack(this.answer(body, shape), 0, 'pooled');
     return new LazyPreparedBody(body, shape, p.errors, packedPayloads(p), packedEnvelopeText(p));
   }
 
   /** prepareBody's answer before payload objects are made, in buffers of its own: what a worker sends back. */
   preparePacked(body: Uint8Array, shape: BodyShape): PackedPrepared {
+    return unpack(this.answer(body, shape), 0, 'own');
+  }
+
+  /** The addon's answer for `body`, in the reused scratch buffer. */
+  private answer(body: Uint8Array, shape: BodyShape): Buffer {
     const bulk = shape === 'bulk';
     let used = this.addon.prepareBodyAt(body, bulk, this.scratch, 0);
     if (used < 0) {
       this.scratch = Buffer.allocUnsafeSlow(Math.max(-used, 2 * this.scratch.length));
       used = this.addon.prepareBodyAt(body, bulk, this.scratch, 0);
     }
-    return unpack(this.scratch, 0, true);
+    return this.scratch;
   }
 
   /** prepareBody on the libuv thread pool, off the event loop; `body` must not change meanwhile. */
   async prepareBodyAsync(body: Uint8Array, shape: BodyShape): Promise<PreparedBody> {
-    const p = unpack(await this.addon.prepareBodyAsync(body, shape === 'bulk'), 0, false);
+    const p = unpack(await this.addon.prepareBodyAsync(body, shape === 'bulk'), 0, 'view');
     return new LazyPreparedBody(body, shape, p.errors, packedPayloads(p), packedEnvelopeText(p));
   }
 
