@@ -158,16 +158,16 @@ const FLAG_ENVELOPE_TEXT = 2;
  */
 type TextsCopy = 'own' | 'pooled' | 'view';
 
-/** Decodes the answer written at `r[at..]` (layout in native/src/lib.rs, Prepared::encode_into). */
-function unpack(r: Buffer, at: number, copy: TextsCopy): PackedPrepared {
-  const flags = r.readUInt32LE(at);
-  const errorsLen = r.readUInt32LE(at + 8);
-  const n = r.readUInt32LE(at + 12);
-  const envelopeLength = (flags & FLAG_ENVELOPE_TEXT) !== 0 ? r.readUInt32LE(at + 16) : -1;
+/** Decodes the answer at the start of `r` (layout in native/src/lib.rs, Prepared::encode_into). */
+function unpack(r: Buffer, copy: TextsCopy): PackedPrepared {
+  const flags = r.readUInt32LE(0);
+  const errorsLen = r.readUInt32LE(8);
+  const n = r.readUInt32LE(12);
+  const envelopeLength = (flags & FLAG_ENVELOPE_TEXT) !== 0 ? r.readUInt32LE(16) : -1;
   const lengths = new Int32Array(n);
   let present = 0;
   let total = 0;
-  let p = at + HEADER_LEN;
+  let p = HEADER_LEN;
   for (let i = 0; i < n; i++, p += 4) {
     const len = r.readInt32LE(p);
     lengths[i] = len;
@@ -288,13 +288,13 @@ export class NativeHashingBackend implements HashingBackend {
   private scratch: Buffer = Buffer.allocUnsafeSlow(64 * 1024);
 
   prepareBody(body: Uint8Array, shape: BodyShape): PreparedBody {
-    const p = unpack(this.answer(body, shape), 0, 'pooled');
+    const p = unpack(this.answer(body, shape), 'pooled');
     return new LazyPreparedBody(body, shape, p.errors, packedPayloads(p), packedEnvelopeText(p));
   }
 
   /** prepareBody's answer before payload objects are made, in buffers of its own: what a worker sends back. */
   preparePacked(body: Uint8Array, shape: BodyShape): PackedPrepared {
-    return unpack(this.answer(body, shape), 0, 'own');
+    return unpack(this.answer(body, shape), 'own');
   }
 
   /** The addon's answer for `body`, in the reused scratch buffer. */
@@ -310,7 +310,7 @@ export class NativeHashingBackend implements HashingBackend {
 
   /** prepareBody on the libuv thread pool, off the event loop; `body` must not change meanwhile. */
   async prepareBodyAsync(body: Uint8Array, shape: BodyShape): Promise<PreparedBody> {
-    const p = unpack(await this.addon.prepareBodyAsync(body, shape === 'bulk'), 0, 'view');
+    const p = unpack(await this.addon.prepareBodyAsync(body, shape === 'bulk'), 'view');
     return new LazyPreparedBody(body, shape, p.errors, packedPayloads(p), packedEnvelopeText(p));
   }
 
