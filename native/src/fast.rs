@@ -93,7 +93,11 @@ struct Fast<'a> {
     num: ryu_js::Buffer,
     members: Vec<Member>,
     sorted: Vec<u8>,
+    /// Where a payload's own object is written before it lands, sorted, in its capture.
+    stage: Vec<u8>,
     order: Vec<usize>,
+    /// Name prefixes with member indices, for sorting.
+    keys: Vec<(u64, u32)>,
     captures: [Capture; 3],
     /// Member names (body offsets) of the objects being checked outside the payloads.
     names: Vec<(usize, usize)>,
@@ -110,7 +114,9 @@ fn is_ws(c: u8) -> bool {
 pub struct Scratch {
     members: Vec<Member>,
     sorted: Vec<u8>,
+    stage: Vec<u8>,
     order: Vec<usize>,
+    keys: Vec<(u64, u32)>,
     names: Vec<(usize, usize)>,
     captures: [Capture; 3],
     hashes: Vec<u8>,
@@ -138,7 +144,9 @@ pub fn prepare<'s>(body: &[u8], bulk: bool, scratch: &'s mut Scratch) -> Option<
         num: ryu_js::Buffer::new(),
         members: reuse(&mut scratch.members),
         sorted: reuse(&mut scratch.sorted),
+        stage: reuse(&mut scratch.stage),
         order: reuse(&mut scratch.order),
+        keys: reuse(&mut scratch.keys),
         captures: std::mem::take(&mut scratch.captures).map(|mut c| Capture {
             present: false,
             lengths: reuse(&mut c.lengths),
@@ -154,7 +162,9 @@ pub fn prepare<'s>(body: &[u8], bulk: bool, scratch: &'s mut Scratch) -> Option<
     };
     scratch.members = f.members;
     scratch.sorted = f.sorted;
+    scratch.stage = f.stage;
     scratch.order = f.order;
+    scratch.keys = f.keys;
     scratch.names = f.names;
     scratch.captures = f.captures;
     if !done {
@@ -233,7 +243,7 @@ impl<'a> Fast<'a> {
                     text.reserve(self.b.len() - start);
                 }
                 let from = text.len();
-                let done = self.object(&mut text, depth + 1);
+                let done = self.payload_object(&mut text, depth + 1);
                 let c = &mut self.captures[k as usize];
                 if let Some(last) = c.lengths.last_mut() {
                     *last = (text.len() - from) as i32;
@@ -574,13 +584,32 @@ impl<'a> Fast<'a> {
     }
 
     fn object(&mut self, out: &mut Vec<u8>, depth: usize) -> R<()> {
-        self.pos += 1;
         let open = out.len();
+        let base = self.members.len();
+        let result = self.object_members(out, depth).and_then(|()| self.finish_object(out, open, base, None));
+        self.members.truncate(base);
+        result
+    }
+
+    /// A payload's own object. Its members are written apart and land in `text` once, already in
+    /// order: sorting in place would copy the whole payload out and back.
+    fn payload_object(&mut self, text: &mut Vec<u8>, depth: usize) -> R<()> {
+        let mut stage = std::mem::take(&mut self.stage);
+        stage.clear();
+        let base = self.members.len();
+        let result = self.object_members(&mut stage, depth).and_then(|()| self.finish_object(&mut stage, 0, base, Some(text)));
+        self.members.truncate(base);
+        self.stage = stage;
+        result
+    }
+
+    /// Writes `{` and the members of the object at the cursor as they come, recording each one.
+    fn object_members(&mut self, out: &mut Vec<u8>, depth: usize) -> R<()> {
+        self.pos += 1;
         out.push(b'{');
         self.ws();
         if self.peek()? == b'}' {
             self.pos += 1;
-            out.push(b'}');
             return Ok(());
         }
         let base = self.members.len();
@@ -615,14 +644,11 @@ impl<'a> Fast<'a> {
                 }
                 b'}' => {
                     self.pos += 1;
-                    break;
+                    return Ok(());
                 }
                 _ => return Err(Bail),
             }
         }
-        let result = self.finish_object(out, open, base);
-        self.members.truncate(base);
-        result
     }
 }
 
@@ -644,8 +670,9 @@ impl<'a> Fast<'a> {
         }
     }
 
-    /// Puts the members of the object opened at `open` in RFC 8785 order; a repeated name gives up.
-    fn finish_object(&mut self, out: &mut Vec<u8>, open: usize, base: usize) -> R<()> {
+    /// Closes the object opened at `open` with its members in RFC 8785 order, in `out`, or moved
+    /// to the end of `dest` when there is one; a repeated name gives up.
+    fn finish_object(&mut self, out: &mut Vec<u8>, open: usize, base: usize, dest: Option<&mut Vec<u8>>) -> R<()> {
         let members = &self.members[base..];
         let mut in_order = true;
         for w in members.windows(2) {
@@ -660,30 +687,54 @@ impl<'a> Fast<'a> {
         }
         if in_order {
             out.push(b'}');
+            if let Some(dest) = dest {
+                dest.extend_from_slice(&out[open..]);
+            }
             return Ok(());
         }
         self.order.clear();
-        self.order.extend(0..members.len());
-        self.order.sort_unstable_by(|&a, &b| cmp_members(out, &members[a], &members[b]));
-        for w in self.order.windows(2) {
-            if cmp_members(out, &members[w[0]], &members[w[1]]) == std::cmp::Ordering::Equal {
-                return Err(Bail);
+        if members.iter().all(|m| !m.exotic) {
+            // Distinct prefixes decide the order alone: sort them as plain integers.
+            self.keys.clear();
+            self.keys.extend(members.iter().enumerate().map(|(i, m)| (m.prefix, i as u32)));
+            self.keys.sort_unstable();
+            if self.keys.windows(2).all(|w| w[0].0 != w[1].0) {
+                self.order.extend(self.keys.iter().map(|&(_, i)| i as usize));
             }
         }
-        self.sorted.clear();
-        self.sorted.push(b'{');
-        for (i, &m) in self.order.iter().enumerate() {
-            if i > 0 {
-                self.sorted.push(b',');
+        if self.order.is_empty() {
+            self.order.extend(0..members.len());
+            self.order.sort_unstable_by(|&a, &b| cmp_members(out, &members[a], &members[b]));
+            for w in self.order.windows(2) {
+                if cmp_members(out, &members[w[0]], &members[w[1]]) == std::cmp::Ordering::Equal {
+                    return Err(Bail);
+                }
             }
-            let m = &members[m];
-            self.sorted.extend_from_slice(&out[m.start..m.end]);
         }
-        self.sorted.push(b'}');
-        out.truncate(open);
-        out.extend_from_slice(&self.sorted);
+        match dest {
+            Some(dest) => write_in_order(dest, out, members, &self.order),
+            None => {
+                self.sorted.clear();
+                write_in_order(&mut self.sorted, out, members, &self.order);
+                out.truncate(open);
+                out.extend_from_slice(&self.sorted);
+            }
+        }
         Ok(())
     }
+}
+
+/// Writes the object whose members lie in `out` with the members in `order`.
+fn write_in_order(dest: &mut Vec<u8>, out: &[u8], members: &[Member], order: &[usize]) {
+    dest.push(b'{');
+    for (i, &m) in order.iter().enumerate() {
+        if i > 0 {
+            dest.push(b',');
+        }
+        let m = &members[m];
+        dest.extend_from_slice(&out[m.start..m.end]);
+    }
+    dest.push(b'}');
 }
 
 /// Whether a number literal with a fraction (grammar already checked) is its own ECMAScript

@@ -669,6 +669,8 @@ mod tests {
             r#"{"recordPayload":{"numbers":[333333333.33333329,1E30,4.50,2e-3,0.000000000000000000000000001,-0,0,-0.0,1e21,1e-7,123456789012345,1234567890123456,9007199254740991,-9007199254740991,5e-324]}}"#,
             "{\"recordPayload\":{\"\u{e9}\":1,\"e\":2,\"\u{1F600}\":3,\"\u{FB33}\":4,\"10\":5,\"9\":6,\"\":7,\"a\u{7f}\":8}}",
             r#"{"recordPayload":[1,2]}"#,
+            r#"{"recordPayload":{"abcdefghY":1,"abcdefghX":2,"b":{"abcdefghij2":0,"abcdefghij1":1,"a":2},"a":3}}"#,
+            r#"{"recordPayload":{"zz":1,"z":2,"":3,"y":{"k":[{"b":1,"a":2}]}}}"#,
             r#"{"recordPayload":"x"}"#,
             r#"{"other":1}"#,
             r#"[1,2,3]"#,
@@ -678,6 +680,9 @@ mod tests {
         let invalid: &[&str] = &[
             r#"{"recordPayload":{"a":1,"a":2}}"#,
             r#"{"recordPayload":{"b":1,"a":2,"b":3}}"#,
+            r#"{"recordPayload":{"abcdefghij":1,"b":0,"abcdefghij":2}}"#,
+            r#"{"recordPayload":{"x":{"abcdefghij":1,"b":0,"abcdefghij":2}}}"#,
+            r#"{"recordPayload":{"x":{"b":1,"a":2,"b":3}}}"#,
             r#"{"x":1,"x":2,"recordPayload":{}}"#,
             r#"{"recordPayload":{"n":9007199254740992}}"#,
             r#"{"recordPayload":{"n":1e400}}"#,
