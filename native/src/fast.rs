@@ -7,12 +7,16 @@
 //! name with an escape. The caller then runs the full parser, so every answer with an error, and
 //! every rare shape, still comes from one implementation. A success here is byte-identical to the
 //! full path: the Rust tests and the cross-backend property test hold it to that.
-
-use sha2::{Digest, Sha256};
+//!
+//! Outside the payloads nothing is written: the envelope members are only checked, and the byte
+//! spans of the payload objects are kept so the envelope text (the body with each payload object
+//! replaced by `{}`) can be copied out without a second parse.
 
 use crate::jcs::cmp_utf16;
 use crate::json::{load8, scan_number, simple_escape, special8, write_json_string, MAX_DEPTH};
-use crate::Prepared;
+use std::borrow::Cow;
+
+use crate::{push_hex, sha, Prepared};
 
 const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
 
@@ -47,10 +51,15 @@ struct Member {
 
 impl Member {
     fn new(out: &[u8], key_start: usize, key_end: usize, start: usize, end: usize) -> Member {
-        let k = &out[key_start..key_end];
-        let prefix = match k.get(..8) {
-            Some(head) => u64::from_be_bytes(head.try_into().unwrap_or_default()),
-            None => k.iter().enumerate().fold(0u64, |v, (i, &c)| v | (c as u64) << (56 - 8 * i)),
+        let len = key_end - key_start;
+        // Eight bytes from the name on are nearly always there (the name is followed by `":` and
+        // the value): one load, and the bytes past a short name masked off.
+        let prefix = match out.get(key_start..key_start + 8) {
+            Some(head) => {
+                let w = u64::from_be_bytes(head.try_into().unwrap_or_default());
+                if len >= 8 { w } else { w & !(u64::MAX.checked_shr(8 * len as u32).unwrap_or(0)) }
+            }
+            None => out[key_start..key_end].iter().enumerate().fold(0u64, |v, (i, &c)| v | (c as u64) << (56 - 8 * i)),
         };
         let exotic = prefix & 0x8080_8080_8080_8080 != 0 && prefix.to_be_bytes().iter().any(|&c| c >= 0xEE);
         Member { key_start, key_end, start, end, prefix, exotic }
@@ -73,6 +82,8 @@ struct Capture {
     present: bool,
     lengths: Vec<i32>,
     text: Vec<u8>,
+    /// Body offsets of each payload object captured, in order.
+    spans: Vec<(usize, usize)>,
 }
 
 struct Fast<'a> {
@@ -82,8 +93,14 @@ struct Fast<'a> {
     num: ryu_js::Buffer,
     members: Vec<Member>,
     sorted: Vec<u8>,
+    /// Where a payload's own object is written before it lands, sorted, in its capture.
+    stage: Vec<u8>,
     order: Vec<usize>,
+    /// Name prefixes with member indices, for sorting.
+    keys: Vec<(u64, u32)>,
     captures: [Capture; 3],
+    /// Member names (body offsets) of the objects being checked outside the payloads.
+    names: Vec<(usize, usize)>,
 }
 
 #[inline]
@@ -91,49 +108,109 @@ fn is_ws(c: u8) -> bool {
     c == b' ' || c == b'\n' || c == b'\r' || c == b'\t'
 }
 
-/// RFC 8785 form of `body`'s payloads, or None when the full parser must decide.
-pub fn prepare(body: &[u8], bulk: bool) -> Option<Prepared> {
+/// Buffers kept from one body to the next on a thread: allocating them afresh for every body,
+/// and touching the new pages, cost 5-7% of a 1 KiB record's whole preparation and hashing.
+#[derive(Default)]
+pub struct Scratch {
+    members: Vec<Member>,
+    sorted: Vec<u8>,
+    stage: Vec<u8>,
+    order: Vec<usize>,
+    keys: Vec<(u64, u32)>,
+    names: Vec<(usize, usize)>,
+    captures: [Capture; 3],
+    hashes: Vec<u8>,
+}
+
+/// A scratch buffer grown past this is given back rather than kept for the next body.
+const KEEP_BYTES: usize = 8 << 20;
+
+fn reuse<T>(v: &mut Vec<T>) -> Vec<T> {
+    let mut v = std::mem::take(v);
+    if v.capacity() * std::mem::size_of::<T>() > KEEP_BYTES {
+        v = Vec::new();
+    }
+    v.clear();
+    v
+}
+
+/// RFC 8785 form of `body`'s payloads, or None when the full parser must decide. The answer
+/// borrows its buffers from `scratch`.
+pub fn prepare<'s>(body: &[u8], bulk: bool, scratch: &'s mut Scratch) -> Option<Prepared<'s>> {
     let mut f = Fast {
         b: body,
         pos: 0,
         bulk,
         num: ryu_js::Buffer::new(),
-        members: Vec::with_capacity(64),
-        sorted: Vec::new(),
-        order: Vec::new(),
-        captures: Default::default(),
+        members: reuse(&mut scratch.members),
+        sorted: reuse(&mut scratch.sorted),
+        stage: reuse(&mut scratch.stage),
+        order: reuse(&mut scratch.order),
+        keys: reuse(&mut scratch.keys),
+        captures: std::mem::take(&mut scratch.captures).map(|mut c| Capture {
+            present: false,
+            lengths: reuse(&mut c.lengths),
+            text: reuse(&mut c.text),
+            spans: reuse(&mut c.spans),
+        }),
+        names: reuse(&mut scratch.names),
     };
-    let mut out = Vec::with_capacity(body.len());
     f.ws();
-    f.value(&mut out, 0, Role::Root).ok()?;
-    f.ws();
-    if f.pos != body.len() {
+    let done = f.check(0, Role::Root).is_ok() && {
+        f.ws();
+        f.pos == body.len()
+    };
+    scratch.members = f.members;
+    scratch.sorted = f.sorted;
+    scratch.stage = f.stage;
+    scratch.order = f.order;
+    scratch.keys = f.keys;
+    scratch.names = f.names;
+    scratch.captures = f.captures;
+    if !done {
         return None;
     }
-    let [records, items, single] = f.captures;
+    let [records, items, single] = &mut scratch.captures;
     let chosen = if !bulk {
-        if single.present {
-            single
-        } else {
-            Capture { present: true, lengths: vec![-1], text: Vec::new() }
+        if !single.present {
+            single.lengths.push(-1);
         }
+        single
     } else if records.present {
         records
     } else if items.present {
         items
     } else {
-        Capture::default()
+        // Never present, so empty.
+        records
     };
-    let mut hashes = Vec::with_capacity(32 * chosen.lengths.len());
-    let mut at = 0usize;
-    for &l in &chosen.lengths {
-        if l >= 0 {
-            let end = at + l as usize;
-            hashes.extend_from_slice(&Sha256::digest(&chosen.text[at..end]));
-            at = end;
+    let mut hashes = reuse(&mut scratch.hashes);
+    let mut texts = chosen.lengths.iter().filter(|&&l| l >= 0).scan(0usize, |at, &l| {
+        let start = *at;
+        *at += l as usize;
+        Some(&chosen.text[start..*at])
+    });
+    // Two payloads at a time: see sha.rs.
+    while let Some(a) = texts.next() {
+        match texts.next() {
+            Some(b) => {
+                let (da, db) = sha::finish_pair((sha::IV, 0, a), (sha::IV, 0, b));
+                push_hex(&mut hashes, &da);
+                push_hex(&mut hashes, &db);
+            }
+            None => push_hex(&mut hashes, &sha::finish(sha::IV, 0, a)),
         }
     }
-    Some(Prepared { syntax_error: false, error_count: 0, errors_json: Vec::new(), canonical: chosen.text, lengths: chosen.lengths, hashes })
+    scratch.hashes = hashes;
+    Some(Prepared {
+        syntax_error: false,
+        error_count: 0,
+        errors_json: Vec::new(),
+        canonical: Cow::Borrowed(&chosen.text),
+        lengths: Cow::Borrowed(&chosen.lengths),
+        hashes: Cow::Borrowed(&scratch.hashes),
+        payload_spans: (!chosen.spans.is_empty()).then_some(Cow::Borrowed(&chosen.spans)),
+    })
 }
 
 impl<'a> Fast<'a> {
@@ -149,32 +226,173 @@ impl<'a> Fast<'a> {
         self.b.get(self.pos).copied().ok_or(Bail)
     }
 
-    fn value(&mut self, out: &mut Vec<u8>, depth: usize, role: Role) -> R<()> {
+    /// Checks the value at the cursor without writing it: the body outside the payloads.
+    fn check(&mut self, depth: usize, role: Role) -> R<()> {
         match self.peek()? {
             b'{' => {
                 if depth >= MAX_DEPTH {
                     return Err(Bail);
                 }
                 let Role::Payload(k) = role else {
-                    return self.object(out, depth + 1, role);
+                    return self.check_object(depth + 1, role);
                 };
-                // A payload is written straight into its capture: the text around it is only
-                // checked, never kept, so it need not hold the payload too.
+                let start = self.pos;
                 let mut text = std::mem::take(&mut self.captures[k as usize].text);
+                if text.is_empty() {
+                    // Payloads are most of a body: growing by doubling would copy them repeatedly.
+                    text.reserve(self.b.len() - start);
+                }
                 let from = text.len();
-                let done = self.object(&mut text, depth + 1, role);
+                let done = self.payload_object(&mut text, depth + 1);
                 let c = &mut self.captures[k as usize];
                 if let Some(last) = c.lengths.last_mut() {
                     *last = (text.len() - from) as i32;
                 }
                 c.text = text;
-                return done;
+                c.spans.push((start, self.pos));
+                done
             }
             b'[' => {
                 if depth >= MAX_DEPTH {
                     return Err(Bail);
                 }
-                self.array(out, depth + 1, role)?;
+                self.check_array(depth + 1, role)
+            }
+            b'"' => {
+                if self.plain_string()?.is_none() {
+                    self.escaped_string()?;
+                }
+                Ok(())
+            }
+            b't' => self.skip_literal(b"true"),
+            b'f' => self.skip_literal(b"false"),
+            b'n' => self.skip_literal(b"null"),
+            _ => self.check_number(),
+        }
+    }
+
+    fn skip_literal(&mut self, word: &[u8]) -> R<()> {
+        if self.b[self.pos..].starts_with(word) {
+            self.pos += word.len();
+            Ok(())
+        } else {
+            Err(Bail)
+        }
+    }
+
+    /// A number's I-JSON checks without its canonical spelling.
+    fn check_number(&mut self) -> R<()> {
+        let start = self.pos;
+        let end = scan_number(self.b, start).ok_or(Bail)?;
+        self.pos = end;
+        let text = &self.b[start..end];
+        let integer = !text.iter().any(|&c| c == b'.' || c == b'e' || c == b'E');
+        let digits = if text[0] == b'-' { &text[1..] } else { text };
+        if integer && digits.len() <= 15 {
+            return Ok(());
+        }
+        let v: f64 = std::str::from_utf8(text).map_err(|_| Bail)?.parse().map_err(|_| Bail)?;
+        if (integer && v.abs() > MAX_SAFE) || !v.is_finite() {
+            return Err(Bail);
+        }
+        Ok(())
+    }
+
+    fn check_array(&mut self, depth: usize, role: Role) -> R<()> {
+        self.pos += 1;
+        let list = match role {
+            Role::List(k) => {
+                self.captures[k as usize].present = true;
+                Some(k)
+            }
+            _ => None,
+        };
+        self.ws();
+        if self.peek()? == b']' {
+            self.pos += 1;
+            return Ok(());
+        }
+        loop {
+            let child = match list {
+                Some(k) => {
+                    self.captures[k as usize].lengths.push(-1);
+                    Role::Element(k)
+                }
+                None => Role::Other,
+            };
+            self.check(depth, child)?;
+            self.ws();
+            match self.peek()? {
+                b',' => {
+                    self.pos += 1;
+                    self.ws();
+                }
+                b']' => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                _ => return Err(Bail),
+            }
+        }
+    }
+
+    fn check_object(&mut self, depth: usize, role: Role) -> R<()> {
+        self.pos += 1;
+        self.ws();
+        if self.peek()? == b'}' {
+            self.pos += 1;
+            return Ok(());
+        }
+        let base = self.names.len();
+        loop {
+            if self.peek()? != b'"' {
+                return Err(Bail);
+            }
+            let (ks, ke) = self.plain_string()?.ok_or(Bail)?;
+            self.ws();
+            if self.peek()? != b':' {
+                return Err(Bail);
+            }
+            self.pos += 1;
+            self.ws();
+            let child = self.member_role(role, ks, ke);
+            self.check(depth, child)?;
+            self.names.push((ks, ke));
+            self.ws();
+            match self.peek()? {
+                b',' => {
+                    self.pos += 1;
+                    self.ws();
+                }
+                b'}' => {
+                    self.pos += 1;
+                    break;
+                }
+                _ => return Err(Bail),
+            }
+        }
+        let repeated = has_repeated_name(self.b, &self.names[base..]);
+        self.names.truncate(base);
+        if repeated {
+            return Err(Bail);
+        }
+        Ok(())
+    }
+
+    /// Writes the RFC 8785 form of the value at the cursor: everything inside a payload.
+    fn value(&mut self, out: &mut Vec<u8>, depth: usize) -> R<()> {
+        match self.peek()? {
+            b'{' => {
+                if depth >= MAX_DEPTH {
+                    return Err(Bail);
+                }
+                self.object(out, depth + 1)?;
+            }
+            b'[' => {
+                if depth >= MAX_DEPTH {
+                    return Err(Bail);
+                }
+                self.array(out, depth + 1)?;
             }
             b'"' => self.string_value(out)?,
             b't' => self.literal(out, b"true")?,
@@ -209,6 +427,10 @@ impl<'a> Fast<'a> {
             } else {
                 out.extend_from_slice(text);
             }
+            return Ok(());
+        }
+        if !integer && is_shortest_decimal(text) {
+            out.extend_from_slice(text);
             return Ok(());
         }
         // The grammar was checked, so this is ASCII and a valid float literal.
@@ -261,10 +483,8 @@ impl<'a> Fast<'a> {
 
     fn string_value(&mut self, out: &mut Vec<u8>) -> R<()> {
         if let Some((s, e)) = self.plain_string()? {
-            // Nothing in it needs escaping: the JSON text is already canonical.
-            out.push(b'"');
-            out.extend_from_slice(&self.b[s..e]);
-            out.push(b'"');
+            // Nothing in it needs escaping: the JSON text, quotes included, is already canonical.
+            push_span(out, self.b, s - 1, e + 1);
             return Ok(());
         }
         let decoded = self.escaped_string()?;
@@ -333,41 +553,23 @@ impl<'a> Fast<'a> {
         Ok(buf)
     }
 
-    fn array(&mut self, out: &mut Vec<u8>, depth: usize, role: Role) -> R<()> {
+    fn array(&mut self, out: &mut Vec<u8>, depth: usize) -> R<()> {
         self.pos += 1;
         out.push(b'[');
-        let list = match role {
-            Role::List(k) => {
-                self.captures[k as usize].present = true;
-                Some(k)
-            }
-            _ => None,
-        };
         self.ws();
         if self.peek()? == b']' {
             self.pos += 1;
             out.push(b']');
             return Ok(());
         }
-        let mut first = true;
         loop {
-            if !first {
-                out.push(b',');
-            }
-            first = false;
-            let child = match list {
-                Some(k) => {
-                    self.captures[k as usize].lengths.push(-1);
-                    Role::Element(k)
-                }
-                None => Role::Other,
-            };
-            self.value(out, depth, child)?;
+            self.value(out, depth)?;
             self.ws();
             match self.peek()? {
                 b',' => {
                     self.pos += 1;
                     self.ws();
+                    out.push(b',');
                 }
                 b']' => {
                     self.pos += 1;
@@ -379,14 +581,33 @@ impl<'a> Fast<'a> {
         }
     }
 
-    fn object(&mut self, out: &mut Vec<u8>, depth: usize, role: Role) -> R<()> {
-        self.pos += 1;
+    fn object(&mut self, out: &mut Vec<u8>, depth: usize) -> R<()> {
         let open = out.len();
+        let base = self.members.len();
+        let result = self.object_members(out, depth).and_then(|()| self.finish_object(out, open, base, None));
+        self.members.truncate(base);
+        result
+    }
+
+    /// A payload's own object. Its members are written apart and land in `text` once, already in
+    /// order: sorting in place would copy the whole payload out and back.
+    fn payload_object(&mut self, text: &mut Vec<u8>, depth: usize) -> R<()> {
+        let mut stage = std::mem::take(&mut self.stage);
+        stage.clear();
+        let base = self.members.len();
+        let result = self.object_members(&mut stage, depth).and_then(|()| self.finish_object(&mut stage, 0, base, Some(text)));
+        self.members.truncate(base);
+        self.stage = stage;
+        result
+    }
+
+    /// Writes `{` and the members of the object at the cursor as they come, recording each one.
+    fn object_members(&mut self, out: &mut Vec<u8>, depth: usize) -> R<()> {
+        self.pos += 1;
         out.push(b'{');
         self.ws();
         if self.peek()? == b'}' {
             self.pos += 1;
-            out.push(b'}');
             return Ok(());
         }
         let base = self.members.len();
@@ -400,9 +621,7 @@ impl<'a> Fast<'a> {
             let key_start = out.len() + 1;
             let (ks, ke) = self.plain_string()?.ok_or(Bail)?;
             let member_start = out.len();
-            out.push(b'"');
-            out.extend_from_slice(&self.b[ks..ke]);
-            out.push(b'"');
+            push_span(out, self.b, ks - 1, ke + 1);
             let key_end = out.len() - 1;
             self.ws();
             if self.peek()? != b':' {
@@ -411,8 +630,7 @@ impl<'a> Fast<'a> {
             self.pos += 1;
             self.ws();
             out.push(b':');
-            let child = self.member_role(role, ks, ke);
-            self.value(out, depth, child)?;
+            self.value(out, depth)?;
             self.members.push(Member::new(out, key_start, key_end, member_start, out.len()));
             self.ws();
             match self.peek()? {
@@ -422,14 +640,11 @@ impl<'a> Fast<'a> {
                 }
                 b'}' => {
                     self.pos += 1;
-                    break;
+                    return Ok(());
                 }
                 _ => return Err(Bail),
             }
         }
-        let result = self.finish_object(out, open, base);
-        self.members.truncate(base);
-        result
     }
 }
 
@@ -451,8 +666,9 @@ impl<'a> Fast<'a> {
         }
     }
 
-    /// Puts the members of the object opened at `open` in RFC 8785 order; a repeated name gives up.
-    fn finish_object(&mut self, out: &mut Vec<u8>, open: usize, base: usize) -> R<()> {
+    /// Closes the object opened at `open` with its members in RFC 8785 order, in `out`, or moved
+    /// to the end of `dest` when there is one; a repeated name gives up.
+    fn finish_object(&mut self, out: &mut Vec<u8>, open: usize, base: usize, dest: Option<&mut Vec<u8>>) -> R<()> {
         let members = &self.members[base..];
         let mut in_order = true;
         for w in members.windows(2) {
@@ -467,30 +683,105 @@ impl<'a> Fast<'a> {
         }
         if in_order {
             out.push(b'}');
+            if let Some(dest) = dest {
+                dest.extend_from_slice(&out[open..]);
+            }
             return Ok(());
         }
         self.order.clear();
-        self.order.extend(0..members.len());
-        self.order.sort_unstable_by(|&a, &b| cmp_members(out, &members[a], &members[b]));
-        for w in self.order.windows(2) {
-            if cmp_members(out, &members[w[0]], &members[w[1]]) == std::cmp::Ordering::Equal {
-                return Err(Bail);
+        if members.iter().all(|m| !m.exotic) {
+            // Distinct prefixes decide the order alone: sort them as plain integers.
+            self.keys.clear();
+            self.keys.extend(members.iter().enumerate().map(|(i, m)| (m.prefix, i as u32)));
+            self.keys.sort_unstable();
+            if self.keys.windows(2).all(|w| w[0].0 != w[1].0) {
+                self.order.extend(self.keys.iter().map(|&(_, i)| i as usize));
             }
         }
-        self.sorted.clear();
-        self.sorted.push(b'{');
-        for (i, &m) in self.order.iter().enumerate() {
-            if i > 0 {
-                self.sorted.push(b',');
+        if self.order.is_empty() {
+            self.order.extend(0..members.len());
+            self.order.sort_unstable_by(|&a, &b| cmp_members(out, &members[a], &members[b]));
+            for w in self.order.windows(2) {
+                if cmp_members(out, &members[w[0]], &members[w[1]]) == std::cmp::Ordering::Equal {
+                    return Err(Bail);
+                }
             }
-            let m = &members[m];
-            self.sorted.extend_from_slice(&out[m.start..m.end]);
         }
-        self.sorted.push(b'}');
-        out.truncate(open);
-        out.extend_from_slice(&self.sorted);
+        match dest {
+            Some(dest) => write_in_order(dest, out, members, &self.order),
+            None => {
+                self.sorted.clear();
+                write_in_order(&mut self.sorted, out, members, &self.order);
+                out.truncate(open);
+                out.extend_from_slice(&self.sorted);
+            }
+        }
         Ok(())
     }
+}
+
+/// Appends b[s..e]. Most spans are short names and values, for which a call to memcpy costs more
+/// than the copy: those go as one fixed 32-byte move, of which only the span is kept.
+#[inline(always)]
+fn push_span(out: &mut Vec<u8>, b: &[u8], s: usize, e: usize) {
+    const WIDE: usize = 32;
+    let len = e - s;
+    if len > WIDE || b.len() - s < WIDE {
+        out.extend_from_slice(&b[s..e]);
+        return;
+    }
+    out.reserve(WIDE);
+    // Safety: `b` holds WIDE bytes from `s` on, and the reserve leaves room for WIDE more in `out`,
+    // of which only the `len` written from the span are counted.
+    unsafe {
+        std::ptr::copy_nonoverlapping(b.as_ptr().add(s), out.as_mut_ptr().add(out.len()), WIDE);
+        out.set_len(out.len() + len);
+    }
+}
+
+/// Writes the object whose members lie in `out` with the members in `order`.
+fn write_in_order(dest: &mut Vec<u8>, out: &[u8], members: &[Member], order: &[usize]) {
+    dest.push(b'{');
+    for (i, &m) in order.iter().enumerate() {
+        if i > 0 {
+            dest.push(b',');
+        }
+        let m = &members[m];
+        dest.extend_from_slice(&out[m.start..m.end]);
+    }
+    dest.push(b'}');
+}
+
+/// Whether a number literal with a fraction (grammar already checked) is its own ECMAScript
+/// spelling, so it needs neither parsing nor printing: no exponent, no trailing zero in the
+/// fraction, at most 15 significant digits and not below 1e-6 (where ECMAScript turns to exponent
+/// form). Decimals of at most 15 significant digits name distinct binary64 values (DBL_DIG), so
+/// no shorter decimal names this one's value, and Number::toString writes exactly these digits.
+fn is_shortest_decimal(text: &[u8]) -> bool {
+    let t = text.strip_prefix(b"-").unwrap_or(text);
+    let Some(dot) = t.iter().position(|&c| c == b'.') else { return false };
+    let (int, frac) = (&t[..dot], &t[dot + 1..]);
+    if !frac.iter().all(u8::is_ascii_digit) || frac.last() == Some(&b'0') {
+        return false;
+    }
+    if int == b"0" {
+        let zeros = frac.iter().take_while(|&&c| c == b'0').count();
+        zeros <= 5 && frac.len() - zeros <= 15
+    } else {
+        int.len() + frac.len() <= 15
+    }
+}
+
+/// Whether two of the member names (body offsets of names without escapes, so equal bytes mean
+/// equal strings) are the same.
+fn has_repeated_name(b: &[u8], names: &[(usize, usize)]) -> bool {
+    let name = |&(s, e): &(usize, usize)| &b[s..e];
+    if names.len() <= 16 {
+        return names.iter().enumerate().any(|(i, x)| names[..i].iter().any(|y| name(x) == name(y)));
+    }
+    let mut sorted: Vec<&[u8]> = names.iter().map(name).collect();
+    sorted.sort_unstable();
+    sorted.windows(2).any(|w| w[0] == w[1])
 }
 
 /// Index of the first '"', '\\' or control byte at or after `i` (b.len() if none), and whether a
@@ -561,4 +852,67 @@ fn hex4(b: &[u8], i: usize) -> R<u32> {
         v = (v << 4) | d as u32;
     }
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_shortest_decimal;
+
+    /// ECMAScript's spelling of a decimal literal, the long way.
+    fn spelling(text: &str) -> String {
+        let v: f64 = text.parse().unwrap();
+        if v == 0.0 {
+            return "0".to_string();
+        }
+        ryu_js::Buffer::new().format_finite(v).to_string()
+    }
+
+    #[test]
+    fn shortest_decimals_agree_with_ryu() {
+        let mut x = 0x2545_f491_u64;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut taken = 0;
+        for _ in 0..400_000 {
+            let digits: String = (0..1 + next(19)).map(|_| char::from(b'0' + next(10) as u8)).collect();
+            let int_len = next(digits.len() as u64) as usize;
+            let int = digits[..int_len].trim_start_matches('0');
+            let int = if int.is_empty() { "0" } else { int };
+            let zeros = "0".repeat(if int == "0" { next(9) as usize } else { 0 });
+            let frac = format!("{zeros}{}", &digits[int_len..]);
+            if frac.is_empty() {
+                continue;
+            }
+            let sign = if next(2) == 0 { "-" } else { "" };
+            let text = format!("{sign}{int}.{frac}");
+            if is_shortest_decimal(text.as_bytes()) {
+                taken += 1;
+                assert_eq!(text, spelling(&text), "{text}");
+            }
+        }
+        assert!(taken > 50_000, "{taken}");
+        for (text, taken) in [
+            ("0.000001", true),
+            ("0.0000001", false),
+            ("0.5", true),
+            ("-0.0", false),
+            ("1.50", false),
+            ("1.5e3", false),
+            ("12345678901234.5", true),
+            ("123456789012345.6", false),
+            ("0.123456789012345", true),
+            ("0.1234567890123456", false),
+            ("47.3769", true),
+            ("1234.9285714285713", false),
+        ] {
+            assert_eq!(is_shortest_decimal(text.as_bytes()), taken, "{text}");
+            if taken {
+                assert_eq!(text, spelling(text));
+            }
+        }
+    }
 }

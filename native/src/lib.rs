@@ -5,6 +5,9 @@
 //! function has a synchronous form (for worker threads) and most an AsyncTask form that runs on
 //! the libuv pool, off the event loop.
 
+use std::borrow::Cow;
+use std::cell::RefCell;
+
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use sha2::{Digest, Sha256};
@@ -13,6 +16,7 @@ mod fast;
 mod jcs;
 mod json;
 mod merkle;
+mod sha;
 
 // Parsing allocates many short-lived vectors; glibc malloc spent as long on them as the parser did.
 #[global_allocator]
@@ -20,7 +24,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
-fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
+pub(crate) fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
     for &b in bytes {
         out.push(HEX[(b >> 4) as usize]);
         out.push(HEX[(b & 0xF) as usize]);
@@ -32,36 +36,80 @@ fn ascii_string(v: Vec<u8>) -> String {
     String::from_utf8(v).unwrap_or_default()
 }
 
-pub struct Prepared {
+/// prepareBody's answer. The one-pass canonicaliser lends its buffers (thread-local scratch); the
+/// full parser's answer owns them.
+pub struct Prepared<'a> {
     pub(crate) syntax_error: bool,
     pub(crate) error_count: u32,
     pub(crate) errors_json: Vec<u8>,
-    pub(crate) canonical: Vec<u8>,
-    pub(crate) lengths: Vec<i32>,
-    pub(crate) hashes: Vec<u8>,
+    pub(crate) canonical: Cow<'a, [u8]>,
+    pub(crate) lengths: Cow<'a, [i32]>,
+    /// payloadHash of each present payload, 64 lowercase hex digits each.
+    pub(crate) hashes: Cow<'a, [u8]>,
+    /// Body offsets of the payload objects to replace by `{}` in the envelope text; None when the
+    /// answer carries no envelope text (the caller then derives the envelope from the value).
+    pub(crate) payload_spans: Option<Cow<'a, [(usize, usize)]>>,
 }
 
-impl Prepared {
+const HEADER_LEN: usize = 20;
+const FLAG_SYNTAX_ERROR: u32 = 1;
+const FLAG_ENVELOPE_TEXT: u32 = 2;
+
+impl Prepared<'_> {
+    fn envelope_len(&self, body: &[u8]) -> Option<usize> {
+        let spans = self.payload_spans.as_ref()?;
+        Some(spans.iter().fold(body.len(), |n, &(s, e)| n - (e - s) + 2))
+    }
+
+    fn encoded_len(&self, body: &[u8]) -> usize {
+        HEADER_LEN + 4 * self.lengths.len() + self.errors_json.len() + self.hashes.len() + self.canonical.len() + self.envelope_len(body).unwrap_or(0)
+    }
+
     /// One buffer, because every extra property of a returned object costs more than the copy:
     ///
     /// ```text
-    /// u32 flags (bit 0: syntax error) | u32 violation count | u32 errors JSON length | u32 n
+    /// u32 flags (bit 0: syntax error, bit 1: envelope text present) | u32 violation count
+    /// u32 errors JSON length | u32 n | u32 envelope text length
     /// i32 length[n] (canonical bytes of payload i, -1 when absent) | errors JSON (UTF-8)
-    /// 32-byte payloadHash per present payload | canonical texts back to back
+    /// payloadHash per present payload (64 hex digits) | canonical texts back to back
+    /// envelope text
     /// ```
-    fn encode(self) -> Vec<u8> {
-        let n = self.lengths.len();
-        let mut out = Vec::with_capacity(16 + 4 * n + self.errors_json.len() + self.hashes.len() + self.canonical.len());
-        out.extend_from_slice(&(self.syntax_error as u32).to_le_bytes());
-        out.extend_from_slice(&self.error_count.to_le_bytes());
-        out.extend_from_slice(&(self.errors_json.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(n as u32).to_le_bytes());
-        for l in &self.lengths {
-            out.extend_from_slice(&l.to_le_bytes());
+    ///
+    /// The envelope text is the body with every payload object replaced by `{}`. `out` must hold
+    /// encoded_len bytes.
+    fn encode_into(&self, body: &[u8], out: &mut [u8]) {
+        let envelope_len = self.envelope_len(body);
+        let flags = (self.syntax_error as u32 * FLAG_SYNTAX_ERROR) | (envelope_len.is_some() as u32 * FLAG_ENVELOPE_TEXT);
+        let mut at = 0;
+        let mut put = |bytes: &[u8]| {
+            out[at..at + bytes.len()].copy_from_slice(bytes);
+            at += bytes.len();
+        };
+        put(&flags.to_le_bytes());
+        put(&self.error_count.to_le_bytes());
+        put(&(self.errors_json.len() as u32).to_le_bytes());
+        put(&(self.lengths.len() as u32).to_le_bytes());
+        put(&(envelope_len.unwrap_or(0) as u32).to_le_bytes());
+        for l in self.lengths.iter() {
+            put(&l.to_le_bytes());
         }
-        out.extend_from_slice(&self.errors_json);
-        out.extend_from_slice(&self.hashes);
-        out.extend_from_slice(&self.canonical);
+        put(&self.errors_json);
+        put(&self.hashes);
+        put(&self.canonical);
+        if let Some(spans) = &self.payload_spans {
+            let mut from = 0;
+            for &(s, e) in spans.iter() {
+                put(&body[from..s]);
+                put(b"{}");
+                from = e;
+            }
+            put(&body[from..]);
+        }
+    }
+
+    fn encode(&self, body: &[u8]) -> Vec<u8> {
+        let mut out = vec![0u8; self.encoded_len(body)];
+        self.encode_into(body, &mut out);
         out
     }
 }
@@ -117,23 +165,25 @@ fn affected(paths: &[String], prefix: &str) -> std::collections::HashSet<usize> 
     out
 }
 
-fn prepare(body: &[u8], bulk: bool) -> Prepared {
-    fast::prepare(body, bulk).unwrap_or_else(|| prepare_full(body, bulk))
+thread_local! {
+    static SCRATCH: RefCell<fast::Scratch> = RefCell::default();
+}
+
+/// Calls `f` with prepareBody's answer for `body`.
+fn with_prepared<R>(body: &[u8], bulk: bool, f: impl FnOnce(&Prepared<'_>) -> R) -> R {
+    SCRATCH.with_borrow_mut(|scratch| match fast::prepare(body, bulk, scratch) {
+        Some(p) => f(&p),
+        None => f(&prepare_full(body, bulk)),
+    })
 }
 
 /// The full parser's answer: what every body with a violation, or an unusual shape, gets.
-fn prepare_full(body: &[u8], bulk: bool) -> Prepared {
+fn prepare_full(body: &[u8], bulk: bool) -> Prepared<'static> {
     let parsed = json::parse(body);
-    let mut out = Prepared {
-        syntax_error: parsed.syntax_error,
-        error_count: parsed.error_count as u32,
-        errors_json: errors_json(&parsed.errors),
-        canonical: Vec::new(),
-        lengths: Vec::new(),
-        hashes: Vec::new(),
-    };
-    let Some(value) = parsed.value else { return out };
-    let emit = |element: Option<&json::Value<'_>>, out: &mut Prepared| {
+    let mut canonical = Vec::new();
+    let mut lengths = Vec::new();
+    let mut hashes = Vec::new();
+    let mut emit = |element: Option<&json::Value<'_>>| {
         let payload = match element {
             Some(el @ json::Value::Obj(_)) => match el.member(b"recordPayload") {
                 Some(p @ json::Value::Obj(_)) => Some(p),
@@ -141,57 +191,69 @@ fn prepare_full(body: &[u8], bulk: bool) -> Prepared {
             },
             _ => None,
         };
-        let start = out.canonical.len();
-        match payload.map(|p| jcs::canonicalize(p, &mut out.canonical)) {
+        let start = canonical.len();
+        match payload.map(|p| jcs::canonicalize(p, &mut canonical)) {
             Some(Ok(())) => {
-                let text = &out.canonical[start..];
-                out.lengths.push(text.len() as i32);
-                out.hashes.extend_from_slice(&Sha256::digest(text));
+                let text = &canonical[start..];
+                lengths.push(text.len() as i32);
+                push_hex(&mut hashes, &Sha256::digest(text));
             }
             _ => {
-                out.canonical.truncate(start);
-                out.lengths.push(-1);
+                canonical.truncate(start);
+                lengths.push(-1);
             }
         }
     };
-    if !bulk {
-        let bad = parsed.violation_paths.iter().any(|p| within(p, "recordPayload"));
-        emit(if bad { None } else { Some(&value) }, &mut out);
-        return out;
+    if let Some(value) = &parsed.value {
+        if !bulk {
+            let bad = parsed.violation_paths.iter().any(|p| within(p, "recordPayload"));
+            emit(if bad { None } else { Some(value) });
+        } else {
+            let (prefix, list): (&str, &[json::Value<'_>]) = match (value, value.member(b"records"), value.member(b"items")) {
+                (json::Value::Obj(_), Some(json::Value::Arr(items)), _) => ("records", items),
+                (json::Value::Obj(_), _, Some(json::Value::Arr(items))) => ("items", items),
+                _ => ("", &[]),
+            };
+            let bad = if parsed.violation_paths.is_empty() { Default::default() } else { affected(&parsed.violation_paths, prefix) };
+            for (i, el) in list.iter().enumerate() {
+                emit(if bad.contains(&i) { None } else { Some(el) });
+            }
+        }
     }
-    let (prefix, list): (&str, &[json::Value<'_>]) = match (&value, value.member(b"records"), value.member(b"items")) {
-        (json::Value::Obj(_), Some(json::Value::Arr(items)), _) => ("records", items),
-        (json::Value::Obj(_), _, Some(json::Value::Arr(items))) => ("items", items),
-        _ => ("", &[]),
-    };
-    let bad = if parsed.violation_paths.is_empty() { Default::default() } else { affected(&parsed.violation_paths, prefix) };
-    out.lengths.reserve(list.len());
-    for (i, el) in list.iter().enumerate() {
-        emit(if bad.contains(&i) { None } else { Some(el) }, &mut out);
+    Prepared {
+        syntax_error: parsed.syntax_error,
+        error_count: parsed.error_count as u32,
+        errors_json: errors_json(&parsed.errors),
+        canonical: Cow::Owned(canonical),
+        lengths: Cow::Owned(lengths),
+        hashes: Cow::Owned(hashes),
+        payload_spans: None,
     }
-    out
 }
 
 /// Parses a request body, checks the I-JSON rules and hashes its payloads (`bulk`: one payload
-/// per element of `records`, else of `items`). The answer is encoded as Prepared::encode says.
+/// per element of `records`, else of `items`). The answer is encoded as Prepared::encode_into says.
 #[napi]
 pub fn prepare_body(body: &[u8], bulk: bool) -> Buffer {
-    Buffer::from(prepare(body, bulk).encode())
+    Buffer::from(with_prepared(body, bulk, |p| p.encode(body)))
 }
 
-/// prepareBody writing its answer into `out` (a reused buffer: returning a fresh Buffer costs
-/// more than all the hashing of a small body). Returns the answer's length, or minus the length
-/// needed when `out` is too small (nothing is written then).
+/// prepareBody writing its answer into `out` from byte `offset` on (a reused buffer: returning a
+/// fresh Buffer costs more than all the hashing of a small body). Returns the answer's length, or
+/// minus the length needed when it does not fit (nothing is written then).
 #[napi]
-pub fn prepare_body_into(body: &[u8], bulk: bool, mut out: Uint8Array) -> i64 {
-    let encoded = prepare(body, bulk).encode();
+pub fn prepare_body_at(body: &[u8], bulk: bool, mut out: Uint8ArraySlice, offset: u32) -> i64 {
     // Safety: the view is only written during this synchronous call, while JS cannot run.
     let out = unsafe { out.as_mut() };
-    if encoded.len() > out.len() {
-        return -(encoded.len() as i64);
-    }
-    out[..encoded.len()].copy_from_slice(&encoded);
-    encoded.len() as i64
+    with_prepared(body, bulk, |prepared| {
+        let len = prepared.encoded_len(body);
+        let offset = offset as usize;
+        if offset > out.len() || len > out.len() - offset {
+            return -(len as i64);
+        }
+        prepared.encode_into(body, &mut out[offset..offset + len]);
+        len as i64
+    })
 }
 
 pub struct PrepareTask {
@@ -203,7 +265,7 @@ impl Task for PrepareTask {
     type Output = Vec<u8>;
     type JsValue = Buffer;
     fn compute(&mut self) -> Result<Vec<u8>> {
-        Ok(prepare(&self.body, self.bulk).encode())
+        Ok(with_prepared(&self.body, self.bulk, |p| p.encode(&self.body)))
     }
     fn resolve(&mut self, _env: Env, output: Vec<u8>) -> Result<Buffer> {
         Ok(Buffer::from(output))
@@ -242,88 +304,139 @@ const ENVELOPE_KEYS: [&[u8]; 10] = [
 /// The only envelope member that may be null.
 const NULLABLE_FIELD: usize = 8;
 
-/// End of the JSON string literal starting at `i` (its opening quote), when it holds no unpaired
-/// surrogate escape (JSON.stringify writes those as \udxxx; everything else it escapes exactly
-/// as RFC 8785 does).
-fn string_literal_end(t: &[u8], i: usize) -> Option<usize> {
-    if t.get(i) != Some(&b'"') {
-        return None;
-    }
-    let mut k = i + 1;
-    loop {
-        match *t.get(k)? {
-            b'"' => return Some(k + 1),
-            b'\\' => {
-                if t.get(k + 1) == Some(&b'u') {
-                    let h = t.get(k + 2..k + 6)?;
-                    if h[0] == b'd' && matches!(h[1], b'8'..=b'9' | b'a'..=b'f') {
-                        return None;
-                    }
-                    k += 6;
-                } else {
-                    k += 2;
-                }
-            }
-            _ => k += 1,
-        }
-    }
-}
-
-/// recordHash of each envelope of `rows`, the JSON.stringify text of an array of 10-element
-/// arrays holding the envelope's values in ENVELOPE_KEYS order. Hashes are 64 hex digits per
-/// envelope, back to back; None for anything else (the caller then takes the checked path).
-fn envelope_hashes(t: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(t.len() / 4);
-    let mut canonical = Vec::with_capacity(512);
-    if t.first() != Some(&b'[') {
-        return None;
-    }
-    let mut i = 1;
-    if t.get(i) == Some(&b']') {
-        return (i + 1 == t.len()).then_some(out);
-    }
-    loop {
-        if t.get(i) != Some(&b'[') {
-            return None;
-        }
+/// Appends the UTF-8 form of UTF-16 code units; None at an unpaired surrogate.
+fn push_utf16(out: &mut Vec<u8>, units: &[u16]) -> Option<()> {
+    let mut i = 0;
+    while i < units.len() {
+        let u = units[i] as u32;
         i += 1;
-        canonical.clear();
-        for (f, key) in ENVELOPE_KEYS.iter().enumerate() {
-            if f > 0 {
-                if t.get(i) != Some(&b',') {
+        let cp = match u {
+            0..=0x7F => {
+                out.push(u as u8);
+                continue;
+            }
+            0xD800..=0xDBFF => {
+                let low = *units.get(i)? as u32;
+                if !(0xDC00..=0xDFFF).contains(&low) {
                     return None;
                 }
                 i += 1;
+                0x10000 + ((u - 0xD800) << 10) + (low - 0xDC00)
             }
-            canonical.extend_from_slice(key);
-            if f == NULLABLE_FIELD && t[i..].starts_with(b"null") {
-                canonical.extend_from_slice(b"null");
-                i += 4;
-                continue;
+            0xDC00..=0xDFFF => return None,
+            _ => u,
+        };
+        let mut tmp = [0u8; 4];
+        out.extend_from_slice(char::from_u32(cp)?.encode_utf8(&mut tmp).as_bytes());
+    }
+    Some(())
+}
+
+/// recordHash of each envelope of a batch, written to `out` as 64 lowercase hex digits each. The envelopes'
+/// values, in ENVELOPE_KEYS order, are the UTF-16 code units of `units` cut at `lengths` (ten per
+/// envelope; -1 is null, which only sourceTimestamp may be). None when a value has no canonical
+/// form here (an unpaired surrogate, a misplaced null) or the lengths do not fit: the caller then
+/// takes the checked path, which names the field.
+fn envelope_hashes(units: &[u16], lengths: &[i32], out: &mut [u8]) -> Option<()> {
+    let n = lengths.len() / ENVELOPE_KEYS.len();
+    if !lengths.len().is_multiple_of(ENVELOPE_KEYS.len()) || out.len() < 64 * n {
+        return None;
+    }
+    let mut canonical = [Vec::with_capacity(512), Vec::with_capacity(512)];
+    let mut value = Vec::with_capacity(128);
+    let mut first_block = FirstBlock { block: [0; 64], state: None };
+    let mut at = 0usize;
+    // Two envelopes at a time: see sha.rs.
+    for (rows, hashes) in lengths.chunks(2 * ENVELOPE_KEYS.len()).zip(out.chunks_mut(128)) {
+        for (row, text) in rows.chunks_exact(ENVELOPE_KEYS.len()).zip(canonical.iter_mut()) {
+            envelope_canonical(units, &mut at, row, text, &mut value)?;
+        }
+        if rows.len() == ENVELOPE_KEYS.len() {
+            let (state, done, rest) = first_block.skip(&canonical[0]);
+            write_hex(&mut hashes[..64], &sha::finish(state, done, rest));
+        } else {
+            let a = first_block.skip(&canonical[0]);
+            let b = first_block.skip(&canonical[1]);
+            let (da, db) = sha::finish_pair(a, b);
+            write_hex(&mut hashes[..64], &da);
+            write_hex(&mut hashes[64..128], &db);
+        }
+    }
+    (at == units.len()).then_some(())
+}
+
+/// The first 64 canonical bytes of consecutive envelopes (names and the first values) usually
+/// agree: that block is compressed once and its state reused.
+struct FirstBlock {
+    block: [u8; 64],
+    state: Option<sha::State>,
+}
+
+impl FirstBlock {
+    /// Where hashing `text` starts: a state, the bytes it covers, and the bytes left.
+    fn skip<'t>(&mut self, text: &'t [u8]) -> (sha::State, u64, &'t [u8]) {
+        let Some((head, rest)) = text.split_first_chunk::<64>() else {
+            return (sha::IV, 0, text);
+        };
+        match self.state {
+            Some(state) if self.block == *head => (state, 64, rest),
+            _ => {
+                let mut state = sha::IV;
+                sha::absorb(&mut state, head);
+                self.block = *head;
+                self.state = Some(state);
+                (state, 64, rest)
             }
-            let end = string_literal_end(t, i)?;
-            canonical.extend_from_slice(&t[i..end]);
-            i = end;
-        }
-        canonical.push(b'}');
-        push_hex(&mut out, &Sha256::digest(&canonical));
-        if t.get(i) != Some(&b']') {
-            return None;
-        }
-        i += 1;
-        match t.get(i) {
-            Some(b',') => i += 1,
-            Some(b']') if i + 1 == t.len() => return Some(out),
-            _ => return None,
         }
     }
 }
 
-/// recordHash of envelopes given as the JSON.stringify text of their value rows (see
-/// envelope_hashes), as 64 hex digits each; null when the text is not of that form.
+/// Appends the canonical text of the envelope whose value lengths are `row`, taking its values
+/// from `units` at `at` (moved past them).
+fn envelope_canonical(units: &[u16], at: &mut usize, row: &[i32], text: &mut Vec<u8>, value: &mut Vec<u8>) -> Option<()> {
+    text.clear();
+    for (f, (&len, key)) in row.iter().zip(ENVELOPE_KEYS).enumerate() {
+        text.extend_from_slice(key);
+        if len < 0 {
+            if f != NULLABLE_FIELD || len != -1 {
+                return None;
+            }
+            text.extend_from_slice(b"null");
+            continue;
+        }
+        let end = at.checked_add(len as usize)?;
+        let v = units.get(*at..end)?;
+        *at = end;
+        // Most values are printable ASCII without quotes or backslashes, written as they are.
+        if v.iter().fold(true, |plain, &u| plain & (0x20..0x7F).contains(&u) & (u != b'"' as u16) & (u != b'\\' as u16)) {
+            text.push(b'"');
+            text.extend(v.iter().map(|&u| u as u8));
+            text.push(b'"');
+        } else {
+            value.clear();
+            push_utf16(value, v)?;
+            json::write_json_string(text, value);
+        }
+    }
+    text.push(b'}');
+    Some(())
+}
+
+fn write_hex(out: &mut [u8], bytes: &[u8]) {
+    for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = HEX[(b >> 4) as usize];
+        pair[1] = HEX[(b & 0xF) as usize];
+    }
+}
+
+/// recordHash of a batch of envelopes given as their values' UTF-16 code units and lengths (see
+/// envelope_hashes); the hashes go to `out` as hex digits. False when the batch needs the checked
+/// path.
 #[napi]
-pub fn envelope_hashes_json(rows: String) -> Option<String> {
-    envelope_hashes(rows.as_bytes()).map(ascii_string)
+pub fn envelope_hashes_utf16(units: Uint16ArraySlice, lengths: Int32ArraySlice, mut out: Uint8ArraySlice) -> bool {
+    // Safety: the view is only written during this synchronous call, while JS cannot run.
+    let out = unsafe { out.as_mut() };
+    envelope_hashes(&units, &lengths, out).is_some()
 }
 
 /// SHA-256 of each '\n'-separated line (canonical JSON never holds a raw newline), as 64 hex
@@ -507,11 +620,34 @@ pub fn sha_extensions() -> bool {
 mod tests {
     use super::*;
 
+    /// The answer without its envelope text, which only the one-pass canonicaliser writes.
+    fn hashed(p: Prepared<'_>) -> Vec<u8> {
+        Prepared { payload_spans: None, ..p }.encode(b"")
+    }
+
+    /// The one-pass canonicaliser's answer, on a scratch of its own.
+    fn fast_prepare(body: &[u8], bulk: bool) -> Option<Vec<u8>> {
+        fast::prepare(body, bulk, &mut fast::Scratch::default()).map(hashed)
+    }
+
+    fn envelope_text(p: &Prepared<'_>, body: &[u8]) -> Option<String> {
+        let spans = p.payload_spans.as_ref()?;
+        let mut out = Vec::new();
+        let mut from = 0;
+        for &(s, e) in spans.iter() {
+            out.extend_from_slice(&body[from..s]);
+            out.extend_from_slice(b"{}");
+            from = e;
+        }
+        out.extend_from_slice(&body[from..]);
+        Some(String::from_utf8(out).unwrap())
+    }
+
     #[test]
     fn canonical_sample() {
         let body = br#"{"recordPayload":{"numbers":[333333333.33333329,1E30,4.50,2e-3,0.000000000000000000000000001],"b":-0,"a":"\u20ac"}}"#;
-        let p = prepare(body, false);
-        assert_eq!(std::str::from_utf8(&p.canonical).unwrap(), r#"{"a":"€","b":0,"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27]}"#);
+        let text = with_prepared(body, false, |p| p.canonical.to_vec());
+        assert_eq!(std::str::from_utf8(&text).unwrap(), r#"{"a":"€","b":0,"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27]}"#);
     }
 
     #[test]
@@ -533,6 +669,8 @@ mod tests {
             r#"{"recordPayload":{"numbers":[333333333.33333329,1E30,4.50,2e-3,0.000000000000000000000000001,-0,0,-0.0,1e21,1e-7,123456789012345,1234567890123456,9007199254740991,-9007199254740991,5e-324]}}"#,
             "{\"recordPayload\":{\"\u{e9}\":1,\"e\":2,\"\u{1F600}\":3,\"\u{FB33}\":4,\"10\":5,\"9\":6,\"\":7,\"a\u{7f}\":8}}",
             r#"{"recordPayload":[1,2]}"#,
+            r#"{"recordPayload":{"abcdefghY":1,"abcdefghX":2,"b":{"abcdefghij2":0,"abcdefghij1":1,"a":2},"a":3}}"#,
+            r#"{"recordPayload":{"zz":1,"z":2,"":3,"y":{"k":[{"b":1,"a":2}]}}}"#,
             r#"{"recordPayload":"x"}"#,
             r#"{"other":1}"#,
             r#"[1,2,3]"#,
@@ -542,6 +680,9 @@ mod tests {
         let invalid: &[&str] = &[
             r#"{"recordPayload":{"a":1,"a":2}}"#,
             r#"{"recordPayload":{"b":1,"a":2,"b":3}}"#,
+            r#"{"recordPayload":{"abcdefghij":1,"b":0,"abcdefghij":2}}"#,
+            r#"{"recordPayload":{"x":{"abcdefghij":1,"b":0,"abcdefghij":2}}}"#,
+            r#"{"recordPayload":{"x":{"b":1,"a":2,"b":3}}}"#,
             r#"{"x":1,"x":2,"recordPayload":{}}"#,
             r#"{"recordPayload":{"n":9007199254740992}}"#,
             r#"{"recordPayload":{"n":1e400}}"#,
@@ -557,22 +698,22 @@ mod tests {
         for body in singles {
             let full = prepare_full(body.as_bytes(), false);
             assert_eq!(full.error_count, 0, "{body}");
-            let fast = fast::prepare(body.as_bytes(), false).unwrap_or_else(|| panic!("fast gave up on {body}"));
-            assert_eq!(fast.encode(), full.encode(), "{body}");
+            let fast = fast_prepare(body.as_bytes(), false).unwrap_or_else(|| panic!("fast gave up on {body}"));
+            assert_eq!(fast, hashed(full), "{body}");
         }
         for body in invalid {
-            assert!(fast::prepare(body.as_bytes(), false).is_none(), "{body}");
+            assert!(fast_prepare(body.as_bytes(), false).is_none(), "{body}");
             let full = prepare_full(body.as_bytes(), false);
             assert!(full.error_count > 0 || full.syntax_error, "{body}");
         }
         // Invalid UTF-8 and an encoded surrogate, raw in a string.
         for raw in [&b"{\"recordPayload\":{\"s\":\"\xff\"}}"[..], &b"{\"recordPayload\":{\"s\":\"\xed\xa0\x80\"}}"[..]] {
-            assert!(fast::prepare(raw, false).is_none());
+            assert!(fast_prepare(raw, false).is_none());
         }
         let deep_ok = format!(r#"{{"recordPayload":{}1{}}}"#, "[".repeat(63), "]".repeat(63));
-        assert_eq!(fast::prepare(deep_ok.as_bytes(), false).map(|p| p.encode()), Some(prepare_full(deep_ok.as_bytes(), false).encode()));
+        assert_eq!(fast_prepare(deep_ok.as_bytes(), false), Some(hashed(prepare_full(deep_ok.as_bytes(), false))));
         let deep_bad = format!(r#"{{"recordPayload":{}1{}}}"#, "[".repeat(64), "]".repeat(64));
-        assert!(fast::prepare(deep_bad.as_bytes(), false).is_none());
+        assert!(fast_prepare(deep_bad.as_bytes(), false).is_none());
         assert!(prepare_full(deep_bad.as_bytes(), false).error_count > 0);
         let bulks: &[&str] = &[
             r#"{"records":[{"recordPayload":{"b":1,"a":2}},{"recordPayload":3},5,{"x":{"recordPayload":{}}},{"recordPayload":{}}]}"#,
@@ -583,9 +724,67 @@ mod tests {
         ];
         for body in bulks {
             let full = prepare_full(body.as_bytes(), true);
-            let fast = fast::prepare(body.as_bytes(), true).unwrap_or_else(|| panic!("fast gave up on {body}"));
-            assert_eq!(fast.encode(), full.encode(), "{body}");
+            let fast = fast_prepare(body.as_bytes(), true).unwrap_or_else(|| panic!("fast gave up on {body}"));
+            assert_eq!(fast, hashed(full), "{body}");
         }
+    }
+
+    /// Bodies prepared one after another on the thread's scratch, including ones it gives up on
+    /// halfway, get the answers a fresh scratch gives.
+    #[test]
+    fn scratch_reuse() {
+        let bodies: &[(&str, bool)] = &[
+            (r#"{"records":[{"recordPayload":{"b":1,"a":"x"}},{"recordPayload":{"c":[1,2]}}],"items":[{"recordPayload":{}}]}"#, true),
+            (r#"{"records":[{"recordPayload":{"b":1}},{"recordPayload":{"a":1,"a":2}}]}"#, true),
+            (r#"{"recordPayload":{"z":"long text long text long text long text","y":{"b":1,"a":0}}}"#, false),
+            (r#"{"items":[{"recordPayload":{"q":1}}]}"#, true),
+            (r#"{"recordPayload":{"n":1e400}}"#, false),
+            (r#"{"other":1}"#, false),
+            (r#"{"records":[{"recordPayload":{"k":1}}]}"#, true),
+        ];
+        for _ in 0..2 {
+            for &(body, bulk) in bodies {
+                let b = body.as_bytes();
+                let reused = with_prepared(b, bulk, |p| p.encode(b));
+                let fresh = match fast::prepare(b, bulk, &mut fast::Scratch::default()) {
+                    Some(p) => p.encode(b),
+                    None => prepare_full(b, bulk).encode(b),
+                };
+                assert_eq!(reused, fresh, "{body}");
+            }
+        }
+    }
+
+    /// The envelope text is the body with each payload object of the chosen list replaced by {}.
+    #[test]
+    fn envelope_text_replaces_payload_objects() {
+        let cases: &[(&str, bool, Option<&str>)] = &[
+            (r#"{"tenantId":"t","recordPayload":{"b":1,"a":[{}]},"x":[1]}"#, false, Some(r#"{"tenantId":"t","recordPayload":{},"x":[1]}"#)),
+            (r#" { "recordPayload" : { "a" : 1 } } "#, false, Some(r#" { "recordPayload" : {} } "#)),
+            (r#"{"recordPayload":{}}"#, false, Some(r#"{"recordPayload":{}}"#)),
+            (r#"{"recordPayload":[1,2]}"#, false, None),
+            (r#"{"recordPayload":"x","y":{"recordPayload":{"a":1}}}"#, false, None),
+            (r#"{"other":1}"#, false, None),
+            (r#"[{"recordPayload":{"a":1}}]"#, false, None),
+            (
+                r#"{"records":[{"recordPayload":{"a":1},"id":"1"},{"recordPayload":3},5,{"x":{"recordPayload":{}}},{"recordPayload":{"z":[{"recordPayload":{}}]}}],"items":[{"recordPayload":{"k":1}}]}"#,
+                true,
+                Some(r#"{"records":[{"recordPayload":{},"id":"1"},{"recordPayload":3},5,{"x":{"recordPayload":{}}},{"recordPayload":{}}],"items":[{"recordPayload":{"k":1}}]}"#),
+            ),
+            (r#"{"items":[{"recordPayload":{"z":1}}],"records":7}"#, true, Some(r#"{"items":[{"recordPayload":{}}],"records":7}"#)),
+            (r#"{"items":[{"recordPayload":{"z":1}}],"records":[]}"#, true, None),
+            (r#"{"recordPayload":{"z":1}}"#, true, None),
+        ];
+        for &(body, bulk, want) in cases {
+            let mut scratch = fast::Scratch::default();
+            let p = fast::prepare(body.as_bytes(), bulk, &mut scratch).unwrap_or_else(|| panic!("fast gave up on {body}"));
+            assert_eq!(envelope_text(&p, body.as_bytes()).as_deref(), want, "{body}");
+            let encoded = p.encode(body.as_bytes());
+            assert_eq!(encoded.len(), p.encoded_len(body.as_bytes()));
+            let text_len = u32::from_le_bytes(encoded[16..20].try_into().unwrap()) as usize;
+            assert_eq!(&encoded[encoded.len() - text_len..], want.unwrap_or("").as_bytes(), "{body}");
+        }
+        assert!(prepare_full(br#"{"recordPayload":{"a":1,"a":2}}"#, false).payload_spans.is_none());
     }
 
     #[test]
@@ -606,7 +805,7 @@ mod timing {
             let best = (0..10)
                 .map(|_| {
                     let t = std::time::Instant::now();
-                    for _ in 0..n { std::hint::black_box(super::prepare(std::hint::black_box(&body), true)); }
+                    for _ in 0..n { std::hint::black_box(super::with_prepared(std::hint::black_box(&body), true, |p| p.lengths.len())); }
                     t.elapsed() / n
                 })
                 .min()
@@ -630,7 +829,7 @@ mod timing {
         for _ in 0..n { std::hint::black_box(super::prepare_full(std::hint::black_box(b), false)); }
         eprintln!("prepare_full {:?}/op ({} bytes)", t.elapsed() / n, b.len());
         let t = std::time::Instant::now();
-        for _ in 0..n { std::hint::black_box(super::prepare(std::hint::black_box(b), false)); }
+        for _ in 0..n { std::hint::black_box(super::with_prepared(std::hint::black_box(b), false, |p| p.lengths.len())); }
         eprintln!("prepare {:?}/op ({} bytes)", t.elapsed() / n, b.len());
         let t = std::time::Instant::now();
         for _ in 0..n { std::hint::black_box(<sha2::Sha256 as sha2::Digest>::digest(std::hint::black_box(b))); }
@@ -649,26 +848,69 @@ mod envelope_tests {
         String::from_utf8(out).unwrap()
     }
 
-    #[test]
-    fn envelope_rows() {
-        // As JSON.stringify writes them: U+2028 and astral characters raw, quotes escaped.
-        let rows = "[[\"c\",\"d\",\"dris-v1\",\"upsert\",\"ph\",\"r\\\"1\u{2028}\u{1F600}\",\"1\",\"s\",null,\"t\"],[\"c\",\"d\",\"dris-v1\",\"delete\",\"ph\",\"r\",\"2\",\"s\",\"2024-01-01T00:00:00Z\",\"t\"]]";
-        let got = String::from_utf8(envelope_hashes(rows.as_bytes()).unwrap()).unwrap();
-        let a = "{\"collection\":\"c\",\"database\":\"d\",\"hashScheme\":\"dris-v1\",\"operationType\":\"upsert\",\"payloadHash\":\"ph\",\"recordId\":\"r\\\"1\u{2028}\u{1F600}\",\"recordVersion\":\"1\",\"salt\":\"s\",\"sourceTimestamp\":null,\"tenantId\":\"t\"}";
-        let b = r#"{"collection":"c","database":"d","hashScheme":"dris-v1","operationType":"delete","payloadHash":"ph","recordId":"r","recordVersion":"2","salt":"s","sourceTimestamp":"2024-01-01T00:00:00Z","tenantId":"t"}"#;
-        assert_eq!(got, hex_of(a) + &hex_of(b));
-        assert_eq!(envelope_hashes(b"[]").unwrap(), Vec::<u8>::new());
-        for bad in [
-            r#"[["c","d","dris-v1","upsert","ph","\ud800","1","s",null,"t"]]"#,
-            r#"[["c","d","dris-v1","upsert","ph","\udc00","1","s",null,"t"]]"#,
-            r#"[[null,"d","dris-v1","upsert","ph","r","1","s",null,"t"]]"#,
-            r#"[["c","d","dris-v1","upsert","ph","r","1","s",false,"t"]]"#,
-            r#"[["c","d","dris-v1","upsert","ph","r","1","s",null]]"#,
-            r#"[["c","d","dris-v1","upsert","ph","r","1","s",null,"t","x"]]"#,
-            r#"[["c","d","dris-v1","upsert","ph","r","1","s",null,1]]"#,
-            r#"[["c","d","dris-v1","upsert","ph","r","1","s",null,"t"]"#,
-        ] {
-            assert!(envelope_hashes(bad.as_bytes()).is_none(), "{bad}");
+    /// Values as the addon receives them: code units and ten lengths per envelope, -1 for null.
+    fn batch(rows: &[[Option<&str>; 10]]) -> (Vec<u16>, Vec<i32>) {
+        let mut units = Vec::new();
+        let mut lengths = Vec::new();
+        for row in rows {
+            for v in row {
+                match v {
+                    Some(s) => {
+                        let u: Vec<u16> = s.encode_utf16().collect();
+                        lengths.push(u.len() as i32);
+                        units.extend(u);
+                    }
+                    None => lengths.push(-1),
+                }
+            }
         }
+        (units, lengths)
+    }
+
+    fn hashes(units: &[u16], lengths: &[i32]) -> Option<String> {
+        let mut out = vec![0u8; 64 * (lengths.len() / 10)];
+        envelope_hashes(units, lengths, &mut out)?;
+        Some(String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn envelope_batches() {
+        let long = "c".repeat(70);
+        let rows = [
+            [Some("c"), Some("d"), Some("dris-v1"), Some("upsert"), Some("ph"), Some("r\"1\u{2028}\u{1F600}\n\u{1}\u{7f}é"), Some("1"), Some("s"), None, Some("t")],
+            [Some("c"), Some("d"), Some("dris-v1"), Some("delete"), Some("ph"), Some("r"), Some("2"), Some("s"), Some("2024-01-01T00:00:00Z"), Some("t")],
+            [Some(long.as_str()), Some("d"), Some("dris-v1"), Some("upsert"), Some("a"), Some("r"), Some("1"), Some("s"), None, Some("t")],
+            [Some(long.as_str()), Some("d"), Some("dris-v1"), Some("upsert"), Some("b"), Some("r"), Some("1"), Some("s"), None, Some("t")],
+            [Some(""), Some(""), Some(""), Some(""), Some(""), Some(""), Some(""), Some(""), Some(""), Some("")],
+        ];
+        let want = [
+            "{\"collection\":\"c\",\"database\":\"d\",\"hashScheme\":\"dris-v1\",\"operationType\":\"upsert\",\"payloadHash\":\"ph\",\"recordId\":\"r\\\"1\u{2028}\u{1F600}\\n\\u0001\u{7f}é\",\"recordVersion\":\"1\",\"salt\":\"s\",\"sourceTimestamp\":null,\"tenantId\":\"t\"}".to_string(),
+            r#"{"collection":"c","database":"d","hashScheme":"dris-v1","operationType":"delete","payloadHash":"ph","recordId":"r","recordVersion":"2","salt":"s","sourceTimestamp":"2024-01-01T00:00:00Z","tenantId":"t"}"#.to_string(),
+            format!(r#"{{"collection":"{long}","database":"d","hashScheme":"dris-v1","operationType":"upsert","payloadHash":"a","recordId":"r","recordVersion":"1","salt":"s","sourceTimestamp":null,"tenantId":"t"}}"#),
+            format!(r#"{{"collection":"{long}","database":"d","hashScheme":"dris-v1","operationType":"upsert","payloadHash":"b","recordId":"r","recordVersion":"1","salt":"s","sourceTimestamp":null,"tenantId":"t"}}"#),
+            r#"{"collection":"","database":"","hashScheme":"","operationType":"","payloadHash":"","recordId":"","recordVersion":"","salt":"","sourceTimestamp":"","tenantId":""}"#.to_string(),
+        ];
+        let (units, lengths) = batch(&rows);
+        assert_eq!(hashes(&units, &lengths).unwrap(), want.iter().map(|w| hex_of(w)).collect::<String>());
+        assert_eq!(hashes(&[], &[]).unwrap(), "");
+
+        let ok = [Some("c"), Some("d"), Some("dris-v1"), Some("upsert"), Some("ph"), Some("r"), Some("1"), Some("s"), None, Some("t")];
+        let (units, lengths) = batch(&[ok]);
+        // Unpaired surrogates: a high one alone, at the end, or a low one.
+        for bad in [&[0xD800u16, 0x61][..], &[0x61, 0xD83D][..], &[0xDC00][..]] {
+            let mut u = units.clone();
+            u.extend_from_slice(bad);
+            let mut l = lengths.clone();
+            l[9] += bad.len() as i32;
+            assert!(hashes(&u, &l).is_none(), "{bad:?}");
+        }
+        let mut null_elsewhere = lengths.clone();
+        null_elsewhere[0] = -1;
+        assert!(hashes(&units[1..], &null_elsewhere).is_none());
+        assert!(hashes(&units, &lengths[..9]).is_none());
+        assert!(hashes(&units[1..], &lengths).is_none());
+        assert!(hashes(&[units.clone(), vec![0x61]].concat(), &lengths).is_none());
+        let mut out = [0u8; 63];
+        assert!(envelope_hashes(&units, &lengths, &mut out).is_none());
     }
 }

@@ -217,8 +217,10 @@ export class IngestService {
 
   async ingestOne(principal: Principal, body: Uint8Array, headerKey: string | undefined, correlationId: string): Promise<IngestOutcome<IngestRecordResponse>> {
     const prepared = await this.deps.hasher.prepareBody(body, 'single');
-    if (prepared.value === undefined) throw syntaxError(prepared);
-    const c = this.candidate(principal, prepared.value, prepared.payloads[0], prepared.errors, 0, '');
+    // The envelope, not the value: payload objects stay in the backend until they are stored.
+    const envelope = prepared.envelope;
+    if (envelope === undefined) throw syntaxError(prepared);
+    const c = this.candidate(principal, envelope, prepared.payloads[0], prepared.errors, 0, '');
     if (!c.ok) throw c.error;
     const cand = c.candidate;
     if (headerKey !== undefined && cand.idempotencyKey !== null && headerKey !== cand.idempotencyKey) {
@@ -258,8 +260,9 @@ export class IngestService {
     // Taken before hashing: a pooled hasher transfers the body to a worker, detaching it here.
     const bodyFingerprint = headerKey === undefined ? '' : createHash('sha256').update(body).digest('hex');
     const prepared = await this.deps.hasher.prepareBody(body, 'bulk');
-    if (prepared.value === undefined) throw syntaxError(prepared);
-    const shape = validateBulkEnvelope(prepared.value, MAX_BULK_ITEMS);
+    const envelope = prepared.envelope;
+    if (envelope === undefined) throw syntaxError(prepared);
+    const shape = validateBulkEnvelope(envelope, MAX_BULK_ITEMS);
     if (!shape.ok) throw new DrisError('validation_failed', 'the bulk request is invalid', { fields: shape.errors });
     const { form, tenantId, items } = shape;
     const arrayName = form === 'A' ? 'records' : 'items';

@@ -75,6 +75,13 @@ t.test('native async preparation equals the sync one (when the addon is built)',
   const large = native.prepareBody(body(big), 'bulk');
   t.equal(large.payloads.length, 3000);
   t.equal(large.payloads[2999]?.canonical, `{"i":2999,"s":"${'x'.repeat(40)}"}`);
+  // Payloads of earlier bodies stay readable after many more went through the reused output
+  // buffer, and an answer longer than that buffer (exponent numbers print longer) arrives whole.
+  const kept = Array.from({ length: 80 }, (_, i) => native.prepareBody(body(`{"recordPayload":{"i":${i},"s":"${'y'.repeat(20_000)}"}}`), 'single'));
+  kept.forEach((p, i) => t.equal(p.payloads[0]?.canonical, `{"i":${i},"s":"${'y'.repeat(20_000)}"}`));
+  const wide = native.prepareBody(body(`{"recordPayload":{"n":[${Array(24_000).fill('1e20').join(',')}]},"t":1}`), 'single');
+  t.equal(wide.payloads[0]?.canonical, `{"n":[${Array(24_000).fill('100000000000000000000').join(',')}]}`);
+  t.same(wide.envelope, { recordPayload: {}, t: 1 });
   const proofs = await native.allProofsAsync([new Uint8Array(32), new Uint8Array(32).fill(1), new Uint8Array(32).fill(2)]);
   t.same(proofs.root, native.allProofs([new Uint8Array(32), new Uint8Array(32).fill(1), new Uint8Array(32).fill(2)]).root);
 });

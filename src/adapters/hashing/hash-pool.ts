@@ -7,7 +7,7 @@ import type { RecordEnvelope } from '../../domain/records/types.js';
 import type { AllProofsMessage, HashTask, PreparedMessage } from './hash-worker.js';
 import { owning } from './transfer.js';
 import { LazyPreparedBody } from './lazy-prepared-body.js';
-import { packedPayloads } from './native-backend.js';
+import { packedEnvelopeText, packedPayloads } from './native-backend.js';
 import type { HashBackendChoice } from './select-backend.js';
 
 export interface HashPoolOptions {
@@ -73,8 +73,8 @@ export class HashPool {
   async prepareBody(body: Uint8Array, shape: BodyShape): Promise<PreparedBody> {
     const own = owning(body);
     const msg = (await this.run({ op: 'prepare', body: own, shape }, [own.buffer])) as PreparedMessage;
-    if (msg.kind === 'packed') return new LazyPreparedBody(msg.body, msg.packed.errors, packedPayloads(msg.packed));
-    return new LazyPreparedBody(msg.body, msg.errors, msg.payloads);
+    if (msg.kind === 'packed') return new LazyPreparedBody(msg.body, shape, msg.packed.errors, packedPayloads(msg.packed), packedEnvelopeText(msg.packed));
+    return new LazyPreparedBody(msg.body, shape, msg.errors, msg.payloads);
   }
 
   async recordHashes(envelopes: readonly RecordEnvelope[]): Promise<string[]> {

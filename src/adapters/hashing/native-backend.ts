@@ -8,7 +8,7 @@ import { assertCanonicalizable } from '../../domain/hashing/canonical.js';
 import { HASH_LEN, MerkleHasher, type FlatProofs } from '../../domain/hashing/merkle.js';
 import type { BodyShape, HashBackendName, HashingBackend, PreparedBody, PreparedPayload } from '../../domain/hashing/port.js';
 import { envelopeCanonical } from '../../domain/hashing/record-hash.js';
-import { LazyPreparedBody } from './lazy-prepared-body.js';
+import { LazyPreparedBody, type EnvelopeText } from './lazy-prepared-body.js';
 
 /** What native/src/lib.rs exports (napi-rs turns snake_case into camelCase). */
 interface AllProofsNative {
@@ -18,14 +18,18 @@ interface AllProofsNative {
 }
 
 export interface NativeAddon {
-  /** Encoded as Prepared::encode in native/src/lib.rs documents. */
+  /** Encoded as Prepared::encode_into in native/src/lib.rs documents. */
   prepareBody(body: Uint8Array, bulk: boolean): Buffer;
-  /** The same answer written into `out`; its length, or minus the length needed. */
-  prepareBodyInto(body: Uint8Array, bulk: boolean, out: Uint8Array): number;
+  /** The same answer written into `out` from `offset` on; its length, or minus the length needed. */
+  prepareBodyAt(body: Uint8Array, bulk: boolean, out: Uint8Array, offset: number): number;
   prepareBodyAsync(body: Uint8Array, bulk: boolean): Promise<Buffer>;
   sha256Lines(text: string): string;
-  /** recordHash of envelope value rows (JSON text), 64 hex digits each; null when not of that form. */
-  envelopeHashesJson(rows: string): string | null;
+  /**
+   * recordHash of each envelope, 64 hex digits each into `out`: the values in sorted member order
+   * are the code units of `units` cut at `lengths` (ten per envelope, -1 for null). False when the
+   * batch needs the checked path.
+   */
+  envelopeHashesUtf16(units: Uint16Array, lengths: Int32Array, out: Uint8Array): boolean;
   sha256Hex(data: Uint8Array): string;
   sha256(data: Uint8Array): Buffer;
   canonicalizeJson(text: Uint8Array): string;
@@ -38,10 +42,10 @@ export interface NativeAddon {
 
 const REQUIRED: readonly (keyof NativeAddon)[] = [
   'prepareBody',
-  'prepareBodyInto',
+  'prepareBodyAt',
   'prepareBodyAsync',
   'sha256Lines',
-  'envelopeHashesJson',
+  'envelopeHashesUtf16',
   'sha256Hex',
   'sha256',
   'canonicalizeJson',
@@ -135,47 +139,61 @@ export interface PackedPrepared {
   readonly errors: readonly FieldError[];
   /** Canonical text length per payload in bytes; -1 when there is none. */
   readonly lengths: Int32Array;
-  /** Every canonical text, back to back. */
+  /** Every canonical text, back to back, then the envelope text. */
   readonly texts: Uint8Array;
   /** 64 hex digits per present payload, back to back. */
   readonly hashes: string;
+  /** Bytes of the envelope text at the end of `texts` (the body with payload objects replaced by `{}`); -1 when absent. */
+  readonly envelopeLength: number;
 }
 
+const HEADER_LEN = 20;
+const FLAG_ENVELOPE_TEXT = 2;
+
 /**
- * Decodes prepareBody's answer (layout in native/src/lib.rs, Prepared::encode). `r` may be a
- * reused scratch buffer (`scratch`): everything kept is then copied out of it.
+ * How the texts leave an answer: `own`, copied into a buffer of their own (which a worker can
+ * transfer); `pooled`, copied with Buffer.allocUnsafe, which takes small ones from Node's shared
+ * pool (a buffer of its own costs about a microsecond to create, more than a small body's whole
+ * preparation); `view`, left where they are (the answer is not reused).
  */
-function unpack(r: Buffer, scratch: boolean): PackedPrepared {
+type TextsCopy = 'own' | 'pooled' | 'view';
+
+/** Decodes the answer at the start of `r` (layout in native/src/lib.rs, Prepared::encode_into). */
+function unpack(r: Buffer, copy: TextsCopy): PackedPrepared {
+  const flags = r.readUInt32LE(0);
   const errorsLen = r.readUInt32LE(8);
   const n = r.readUInt32LE(12);
-  let at = 16 + 4 * n;
-  const errors: FieldError[] = errorsLen === 0 ? [] : (JSON.parse(r.toString('utf8', at, at + errorsLen)) as FieldError[]);
-  at += errorsLen;
+  const envelopeLength = (flags & FLAG_ENVELOPE_TEXT) !== 0 ? r.readUInt32LE(16) : -1;
   const lengths = new Int32Array(n);
   let present = 0;
   let total = 0;
-  for (let i = 0; i < n; i++) {
-    const len = r.readInt32LE(16 + 4 * i);
+  let p = HEADER_LEN;
+  for (let i = 0; i < n; i++, p += 4) {
+    const len = r.readInt32LE(p);
     lengths[i] = len;
     if (len >= 0) {
       present++;
       total += len;
     }
   }
-  const textAt = at + 32 * present;
-  const hashes = present === 0 ? '' : r.toString('hex', at, textAt);
-  let texts: Uint8Array = r.subarray(textAt, textAt + total);
-  if (scratch) {
-    const copy = Buffer.allocUnsafeSlow(total);
-    r.copy(copy, 0, textAt, textAt + total);
-    texts = copy;
+  const errors: FieldError[] = errorsLen === 0 ? [] : (JSON.parse(r.toString('utf8', p, p + errorsLen)) as FieldError[]);
+  p += errorsLen;
+  const textAt = p + 64 * present;
+  // Hex digits already: latin1 makes the string with one copy.
+  const hashes = present === 0 ? '' : r.toString('latin1', p, textAt);
+  const end = textAt + total + Math.max(0, envelopeLength);
+  let texts: Uint8Array = r.subarray(textAt, end);
+  if (copy !== 'view') {
+    const kept = copy === 'own' ? Buffer.allocUnsafeSlow(end - textAt) : Buffer.allocUnsafe(end - textAt);
+    r.copy(kept, 0, textAt, end);
+    texts = kept;
   }
-  return { errors, lengths, texts, hashes };
+  return { errors, lengths, texts, hashes, envelopeLength };
 }
 
 /** The payloads of a packed answer; each canonical text is decoded on first read. */
 export function packedPayloads(p: PackedPrepared): (PreparedPayload | null)[] {
-  const buf = Buffer.from(p.texts.buffer, p.texts.byteOffset, p.texts.byteLength);
+  const buf = textsBuffer(p);
   const n = p.lengths.length;
   const payloads = new Array<PreparedPayload | null>(n);
   let at = 0;
@@ -186,29 +204,65 @@ export function packedPayloads(p: PackedPrepared): (PreparedPayload | null)[] {
       payloads[i] = null;
       continue;
     }
-    payloads[i] = lazyPayload(buf, at, at + len, p.hashes.slice(64 * k, 64 * k + 64));
+    payloads[i] = new LazyPayload(buf, at, at + len, p.hashes.slice(64 * k, 64 * k + 64));
     k++;
     at += len;
   }
   return payloads;
 }
 
+/** The envelope text of a packed answer, or undefined when the envelope must come from the value. */
+export function packedEnvelopeText(p: PackedPrepared): EnvelopeText | undefined {
+  if (p.envelopeLength < 0) return undefined;
+  return { bytes: textsBuffer(p), start: p.texts.length - p.envelopeLength, end: p.texts.length };
+}
+
+/** The texts as a Buffer: the same object when they are one (views cost more to make than a small body takes to prepare). */
+function textsBuffer(p: PackedPrepared): Buffer {
+  return Buffer.isBuffer(p.texts) ? p.texts : Buffer.from(p.texts.buffer, p.texts.byteOffset, p.texts.byteLength);
+}
+
 /**
  * The canonical text becomes a JS string on first read: UTF-8 to UTF-16 conversion is a large
- * share of the cost, and a caller that stores bytes (`canonicalBytes`) never pays it. An own
- * enumerable getter, so spreading and JSON.stringify see the text; the bytes are not enumerable,
- * so they see nothing else.
+/**
+ * The canonical text becomes a JS string on first read: UTF-8 to UTF-16 conversion is a large
+ * share of the cost, and a caller that stores bytes (`canonicalBytes`) never pays it. `canonical`
+ * is an own enumerable accessor, so spreading and JSON.stringify see the text; `canonicalBytes`
+ * lives on the prototype, so they see nothing else. It is defined with one shared descriptor: an
+ * object literal with a getter costs three times as much to create.
  */
-function lazyPayload(buf: Buffer, start: number, end: number, payloadHash: string): PreparedPayload {
-  let text: string | undefined;
-  const payload: PreparedPayload = {
-    get canonical(): string {
-      return (text ??= buf.toString('utf8', start, end));
+class LazyPayload implements PreparedPayload {
+  declare readonly canonical: string;
+  readonly payloadHash: string;
+  #buf: Buffer | undefined;
+  #start: number;
+  #end: number;
+  #text: string | undefined;
+
+  constructor(buf: Buffer, start: number, end: number, payloadHash: string) {
+    Object.defineProperty(this, 'canonical', LazyPayload.#canonical);
+    this.payloadHash = payloadHash;
+    this.#buf = buf;
+    this.#start = start;
+    this.#end = end;
+  }
+
+  get canonicalBytes(): Uint8Array {
+    return this.#buf === undefined ? Buffer.from(this.#text ?? '', 'utf8') : this.#buf.subarray(this.#start, this.#end);
+  }
+
+  static readonly #canonical: PropertyDescriptor = {
+    get(this: LazyPayload): string {
+      if (this.#text === undefined) {
+        this.#text = this.#buf!.toString('utf8', this.#start, this.#end);
+        // The text no longer needs the buffer, which may be large and shared.
+        this.#buf = undefined;
+      }
+      return this.#text;
     },
-    payloadHash,
+    enumerable: true,
+    configurable: false,
   };
-  Object.defineProperty(payload, 'canonicalBytes', { value: buf.subarray(start, end), enumerable: false });
-  return payload;
 }
 
 /** The Rust addon of native/: parsing, RFC 8785, SHA-256 (SHA-NI) and Merkle trees in one call. */
@@ -233,49 +287,96 @@ export class NativeHashingBackend implements HashingBackend {
     return this.addon.shaExtensions();
   }
 
+  /**
+   * The addon writes every answer into this reused buffer (warm memory: a fresh buffer per body,
+   * or an arena of them, costs page faults that outweigh the copy), and the parts kept are copied
+   * out of it.
+   */
   private scratch: Buffer = Buffer.allocUnsafeSlow(64 * 1024);
 
   prepareBody(body: Uint8Array, shape: BodyShape): PreparedBody {
-    const p = this.preparePacked(body, shape);
-    return new LazyPreparedBody(body, p.errors, packedPayloads(p));
+    const p = unpack(this.answer(body, shape), 'pooled');
+    return new LazyPreparedBody(body, shape, p.errors, packedPayloads(p), packedEnvelopeText(p));
   }
 
-  /** prepareBody's answer before payload objects are made: what a worker sends back. */
+  /** prepareBody's answer before payload objects are made, in buffers of its own: what a worker sends back. */
   preparePacked(body: Uint8Array, shape: BodyShape): PackedPrepared {
+    return unpack(this.answer(body, shape), 'own');
+  }
+
+  /** The addon's answer for `body`, in the reused scratch buffer. */
+  private answer(body: Uint8Array, shape: BodyShape): Buffer {
     const bulk = shape === 'bulk';
-    let used = this.addon.prepareBodyInto(body, bulk, this.scratch);
+    let used = this.addon.prepareBodyAt(body, bulk, this.scratch, 0);
     if (used < 0) {
       this.scratch = Buffer.allocUnsafeSlow(Math.max(-used, 2 * this.scratch.length));
-      used = this.addon.prepareBodyInto(body, bulk, this.scratch);
+      used = this.addon.prepareBodyAt(body, bulk, this.scratch, 0);
     }
-    return unpack(this.scratch.subarray(0, used), true);
+    return this.scratch;
   }
 
   /** prepareBody on the libuv thread pool, off the event loop; `body` must not change meanwhile. */
   async prepareBodyAsync(body: Uint8Array, shape: BodyShape): Promise<PreparedBody> {
-    const p = unpack(await this.addon.prepareBodyAsync(body, shape === 'bulk'), false);
-    return new LazyPreparedBody(body, p.errors, packedPayloads(p));
+    const p = unpack(await this.addon.prepareBodyAsync(body, shape === 'bulk'), 'view');
+    return new LazyPreparedBody(body, shape, p.errors, packedPayloads(p), packedEnvelopeText(p));
   }
 
+  private envelopeUnits = Buffer.allocUnsafeSlow(32 * 1024);
+  private envelopeLengths = new Int32Array(640);
+  private envelopeOut = Buffer.allocUnsafeSlow(64 * 64);
+
   recordHashes(envelopes: readonly RecordEnvelope[]): string[] {
-    if (envelopes.length === 0) return [];
-    // JSON.stringify escapes strings exactly as RFC 8785 does, and is the fastest way out of V8:
-    // the addon only splices the escaped values between the envelope's sorted member names. It
-    // declines rows that need the checked path (a non-string value, an unpaired surrogate).
-    const rows = new Array<readonly unknown[]>(envelopes.length);
-    for (let i = 0; i < envelopes.length; i++) {
+    const n = envelopes.length;
+    if (n === 0) return [];
+    // The values cross as one string of UTF-16 code units plus their lengths: concatenation is
+    // cheap in V8, and escaping, UTF-8 and the check for unpaired surrogates happen in native
+    // code. A value that is not a string (or null where allowed) takes the checked path.
+    if (this.envelopeLengths.length < 10 * n) this.envelopeLengths = new Int32Array(10 * n);
+    const lengths = this.envelopeLengths;
+    let text = '';
+    for (let i = 0, k = 0; i < n; i++, k += 10) {
       const e = envelopes[i]!;
-      // undefined would print as null, which only the checked path may judge.
-      const ts = e.sourceTimestamp === undefined ? false : e.sourceTimestamp;
-      rows[i] = [e.collection, e.database, e.hashScheme, e.operationType, e.payloadHash, e.recordId, e.recordVersion, e.salt, ts, e.tenantId];
+      const { collection, database, hashScheme, operationType, payloadHash, recordId, recordVersion, salt, sourceTimestamp, tenantId } = e;
+      if (
+        typeof collection !== 'string' ||
+        typeof database !== 'string' ||
+        typeof hashScheme !== 'string' ||
+        typeof operationType !== 'string' ||
+        typeof payloadHash !== 'string' ||
+        typeof recordId !== 'string' ||
+        typeof recordVersion !== 'string' ||
+        typeof salt !== 'string' ||
+        (typeof sourceTimestamp !== 'string' && sourceTimestamp !== null) ||
+        typeof tenantId !== 'string'
+      ) {
+        return this.checkedRecordHashes(envelopes);
+      }
+      text += collection + database + hashScheme + operationType + payloadHash + recordId + recordVersion + salt + (sourceTimestamp ?? '') + tenantId;
+      lengths[k] = collection.length;
+      lengths[k + 1] = database.length;
+      lengths[k + 2] = hashScheme.length;
+      lengths[k + 3] = operationType.length;
+      lengths[k + 4] = payloadHash.length;
+      lengths[k + 5] = recordId.length;
+      lengths[k + 6] = recordVersion.length;
+      lengths[k + 7] = salt.length;
+      lengths[k + 8] = sourceTimestamp === null ? -1 : sourceTimestamp.length;
+      lengths[k + 9] = tenantId.length;
     }
-    const fast = this.addon.envelopeHashesJson(JSON.stringify(rows));
-    if (fast !== null) {
-      const out = new Array<string>(envelopes.length);
-      for (let i = 0; i < envelopes.length; i++) out[i] = fast.slice(i * 64, i * 64 + 64);
-      return out;
-    }
-    return this.checkedRecordHashes(envelopes);
+    if (this.envelopeUnits.length < 2 * text.length) this.envelopeUnits = Buffer.allocUnsafeSlow(4 * text.length);
+    if (this.envelopeOut.length < 64 * n) this.envelopeOut = Buffer.allocUnsafeSlow(64 * n);
+    const units = this.envelopeUnits;
+    units.write(text, 0, 'utf16le');
+    const ok = this.addon.envelopeHashesUtf16(
+      new Uint16Array(units.buffer, units.byteOffset, text.length),
+      lengths.subarray(0, 10 * n),
+      this.envelopeOut,
+    );
+    if (!ok) return this.checkedRecordHashes(envelopes);
+    const hex = this.envelopeOut.toString('latin1', 0, 64 * n);
+    const out = new Array<string>(n);
+    for (let i = 0; i < n; i++) out[i] = hex.slice(i * 64, i * 64 + 64);
+    return out;
   }
 
   /** The envelope-by-envelope path, which names the field that has no canonical form. */

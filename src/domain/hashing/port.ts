@@ -23,6 +23,14 @@ export interface PreparedPayload {
 export interface PreparedBody {
   /** Parsed body (undefined after a syntax error). */
   readonly value: unknown;
+  /**
+   * The parsed body with every record payload that is an object replaced by `{}` (single:
+   * `recordPayload`; bulk: `recordPayload` of each element of the list `payloads` covers); every
+   * other member, and a payload that is not an object, as in `value`. Built on first read and
+   * far cheaper than `value` for the native backend, so request envelopes are validated on it.
+   * Parts without a payload may be shared with `value`: treat both as read-only.
+   */
+  readonly envelope: unknown;
   /** I-JSON violations (at most 100), paths from the body root, e.g. `records[3].recordPayload.x`. */
   readonly errors: readonly FieldError[];
   /**

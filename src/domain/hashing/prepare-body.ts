@@ -1,3 +1,4 @@
+import type { FieldError } from '../../errors/dris-error.js';
 import type { BodyShape, PreparedBody, PreparedPayload } from './port.js';
 import { parseIJson } from './ijson.js';
 import { payloadDigest, type Sha256Hex } from './record-hash.js';
@@ -8,28 +9,74 @@ import { payloadDigest, type Sha256Hex } from './record-hash.js';
  */
 export function prepareBody(body: Uint8Array, shape: BodyShape, sha256Hex: Sha256Hex): PreparedBody {
   const parsed = parseIJson(body);
-  if (parsed.syntaxError) return { value: undefined, errors: parsed.errors, payloads: [] };
+  if (parsed.syntaxError) return new ParsedBody(undefined, shape, parsed.errors, []);
   const value = parsed.value;
   const paths = parsed.violationPaths;
   if (shape === 'single') {
     const bad = paths.some((p) => p === 'recordPayload' || p.startsWith('recordPayload.') || p.startsWith('recordPayload['));
-    return { value, errors: parsed.errors, payloads: [bad ? null : payloadOf(value, sha256Hex)] };
+    return new ParsedBody(value, shape, parsed.errors, [bad ? null : payloadOf(value, sha256Hex)]);
   }
-  let list: unknown[] = [];
-  let prefix = '';
-  if (isObject(value)) {
-    if (Array.isArray(value['records'])) {
-      list = value['records'];
-      prefix = 'records';
-    } else if (Array.isArray(value['items'])) {
-      list = value['items'];
-      prefix = 'items';
-    }
-  }
+  const { list, prefix } = recordList(value);
   const bad = paths.length === 0 ? undefined : affectedElements(paths, prefix);
   const payloads: (PreparedPayload | null)[] = new Array<PreparedPayload | null>(list.length);
   for (let i = 0; i < list.length; i++) payloads[i] = bad?.has(i) === true ? null : payloadOf(list[i], sha256Hex);
-  return { value, errors: parsed.errors, payloads };
+  return new ParsedBody(value, shape, parsed.errors, payloads);
+}
+
+/** A prepared body whose envelope is derived from its value on first read. */
+class ParsedBody implements PreparedBody {
+  private envelopeValue: unknown;
+  private envelopeBuilt = false;
+
+  constructor(
+    readonly value: unknown,
+    private readonly shape: BodyShape,
+    readonly errors: readonly FieldError[],
+    readonly payloads: readonly (PreparedPayload | null)[],
+  ) {}
+
+  get envelope(): unknown {
+    if (!this.envelopeBuilt) {
+      this.envelopeBuilt = true;
+      this.envelopeValue = envelopeOf(this.value, this.shape);
+    }
+    return this.envelopeValue;
+  }
+}
+
+/** The list of a bulk body whose elements carry the payloads: `records`, else `items`, else none. */
+function recordList(value: unknown): { list: unknown[]; prefix: 'records' | 'items' | '' } {
+  if (isObject(value)) {
+    if (Array.isArray(value['records'])) return { list: value['records'], prefix: 'records' };
+    if (Array.isArray(value['items'])) return { list: value['items'], prefix: 'items' };
+  }
+  return { list: [], prefix: '' };
+}
+
+/**
+ * PreparedBody.envelope from a parsed body: the payload objects of the same elements `payloads`
+ * covers become `{}`, by shallow copies along the way; `value` itself is never changed, and is
+ * returned as is when it has no payload object.
+ */
+export function envelopeOf(value: unknown, shape: BodyShape): unknown {
+  if (shape === 'single') return withoutPayload(value);
+  const { list, prefix } = recordList(value);
+  if (prefix === '') return value;
+  let copy: unknown[] | undefined;
+  for (let i = 0; i < list.length; i++) {
+    const el = list[i];
+    const stripped = withoutPayload(el);
+    if (stripped !== el) {
+      copy ??= list.slice();
+      copy[i] = stripped;
+    }
+  }
+  return copy === undefined ? value : { ...(value as Record<string, unknown>), [prefix]: copy };
+}
+
+function withoutPayload(element: unknown): unknown {
+  if (!isObject(element) || !Object.hasOwn(element, 'recordPayload') || !isObject(element['recordPayload'])) return element;
+  return { ...element, recordPayload: {} };
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
