@@ -7,6 +7,7 @@ import { DrisError } from '../../errors/dris-error.js';
 import { dateTime64Text, decodeCursor, encodeCursor, type RecordRow } from './clickhouse-record-index.js';
 import { GroupCommit } from './group-commit.js';
 import { LookupBatcher } from './lookup-batcher.js';
+import { readLookup } from './record-lookup.js';
 import { databaseIdentifier, MAX_PAGE_LIMIT, recordsWithLeaves } from './sql.js';
 import type { SqlRunner } from './sql-runner.js';
 
@@ -95,7 +96,7 @@ const HISTORY_COLUMNS = `verification_id, toUnixTimestamp64Milli(at) AS at_ms, t
 export interface EvidenceStoreOptions {
   /** Most record look-ups per coalesced query. Default 256. */
   readonly lookupBatch?: number;
-  /** Coalesced queries in flight at once. Default 2. */
+  /** Coalesced queries in flight at once. Default: what the engine runs at once (`SqlRunner.parallelQueries`). */
   readonly lookupParallel?: number;
 }
 
@@ -173,12 +174,13 @@ export class ClickHouseEvidenceStore implements EvidenceIndex, VerificationHisto
   ) {
     this.#db = databaseIdentifier(database);
     const maxBatch = options.lookupBatch ?? 256;
+    const parallel = options.lookupParallel ?? runner.parallelQueries;
     this.#lookups = new LookupBatcher<RecordLookup, StoredRecord[]>(
-      { maxBatch, maxPending: maxBatch * 64, parallel: options.lookupParallel ?? 2 },
+      { maxBatch, maxPending: maxBatch * 64, parallel },
       (keys) => this.#findMany(keys),
     );
     this.#batches = new LookupBatcher<string, BatchAnchor | null>(
-      { maxBatch, maxPending: maxBatch * 64, parallel: options.lookupParallel ?? 2 },
+      { maxBatch, maxPending: maxBatch * 64, parallel },
       (ids) => this.#findBatches(ids),
     );
     this.#history = new GroupCommit<object>('verification history writer', { maxBatchRows: 5_000, maxDelayMs: 5, maxPendingRows: 50_000 }, (rows) =>
@@ -195,23 +197,16 @@ export class ClickHouseEvidenceStore implements EvidenceIndex, VerificationHisto
   }
 
   /**
-   * One query for many look-ups: the record_id bloom filter prunes granules for the whole set, and
-   * the exact per-look-up match is done here.
+   * One query for many look-ups, on record_lookup's key: the product of their tenants,
+   * collections and record ids is read (a few granules per key), and the exact per-look-up match
+   * is done here.
    */
   async #findMany(lookups: RecordLookup[]): Promise<StoredRecord[][]> {
-    const tenants = [...new Set(lookups.map((l) => l.tenantId))];
-    const ids = [...new Set(lookups.map((l) => l.recordId))];
-    const rows = await this.runner.query<EvidenceRow>(
-      recordsWithLeaves(this.#db, {
-        columns: EVIDENCE_COLUMNS,
-        where: 'tenant_id IN {tenants:Array(String)} AND record_id IN {ids:Array(String)}',
-        order: 'accepted_at, ingest_id',
-        resultOrder: 'accepted_at_ms, ingest_id',
-        settings: 'use_skip_indexes_if_final = 1',
-        proofs: true,
-      }),
-      { tenants, ids },
-    );
+    const rows = await readLookup(this.runner, this.#db, 'tenant_id IN {tenants:Array(String)} AND collection IN {collections:Array(String)} AND record_id IN {ids:Array(String)}', {
+      tenants: [...new Set(lookups.map((l) => l.tenantId))],
+      collections: [...new Set(lookups.map((l) => l.collection))],
+      ids: [...new Set(lookups.map((l) => l.recordId))],
+    });
     const stored = rows.map(toStored);
     return lookups.map((l) => stored.filter((r) => matches(l, r)).slice(-1000));
   }
@@ -220,10 +215,14 @@ export class ClickHouseEvidenceStore implements EvidenceIndex, VerificationHisto
     return this.#batches.lookup(batchId);
   }
 
-  /** One query for many batches, on the key; the leaf arrays, tens of KiB per batch, are not read. */
+  /**
+   * One query for many batches, on the key; the leaf arrays, tens of KiB per batch, are not read.
+   * The newest version of each by LIMIT 1 BY, which costs less than FINAL across parts.
+   */
   async #findBatches(ids: string[]): Promise<(BatchAnchor | null)[]> {
     const rows = await this.runner.query<BatchAnchorRow>(
-      `SELECT ${BATCH_ANCHOR_COLUMNS} FROM ${this.#db}.batches FINAL WHERE batch_id IN {ids:Array(String)}`,
+      `SELECT ${BATCH_ANCHOR_COLUMNS} FROM ${this.#db}.batches WHERE batch_id IN {ids:Array(String)}
+       ORDER BY batch_id, version DESC LIMIT 1 BY batch_id`,
       { ids: [...new Set(ids)] },
     );
     const byId = new Map(rows.map((r) => [r.batch_id, toBatchAnchor(r)]));

@@ -30,12 +30,15 @@ export interface ClickHouseRecordIndexOptions {
   readonly auditWrites?: Partial<GroupCommitOptions>;
   /** Most ingest ids per existence look-up (a server receives parameters in the request URL). */
   readonly lookupChunk?: number;
+  /** Limit of each migration statement, milliseconds (a back-fill copies a whole table). Default 6 h. */
+  readonly migrationTimeoutMs?: number;
   readonly logger?: Logger;
 }
 
 export const DEFAULT_RECORD_WRITES: GroupCommitOptions = { maxBatchRows: 10_000, maxDelayMs: 2, maxPendingRows: 50_000 };
 export const DEFAULT_AUDIT_WRITES: GroupCommitOptions = { maxBatchRows: 5_000, maxDelayMs: 5, maxPendingRows: 50_000 };
 const DEFAULT_LOOKUP_CHUNK = 5_000;
+const DEFAULT_MIGRATION_TIMEOUT_MS = 6 * 3_600_000;
 
 export interface HotIndexStats {
   /** INSERT statements into records (a write whose rows were all present already sends none). */
@@ -141,6 +144,7 @@ export class ClickHouseRecordIndex implements RecordIndex, KeyStore, AuditLog {
   readonly #sql: IndexSql;
   readonly #log: Logger;
   readonly #lookupChunk: number;
+  readonly #migrationTimeoutMs: number;
   readonly #records: GroupCommit<PendingRecord>;
   readonly #audit: GroupCommit<object>;
   #lastVersionUs = 0;
@@ -156,6 +160,7 @@ export class ClickHouseRecordIndex implements RecordIndex, KeyStore, AuditLog {
     this.#sql = buildSql(options.database ?? DEFAULT_DATABASE);
     this.#log = options.logger ?? componentLogger('hot-index');
     this.#lookupChunk = options.lookupChunk ?? DEFAULT_LOOKUP_CHUNK;
+    this.#migrationTimeoutMs = options.migrationTimeoutMs ?? DEFAULT_MIGRATION_TIMEOUT_MS;
     if (!(Number.isInteger(this.#lookupChunk) && this.#lookupChunk >= 1)) {
       throw new TypeError('lookupChunk must be a positive integer');
     }
@@ -199,9 +204,10 @@ export class ClickHouseRecordIndex implements RecordIndex, KeyStore, AuditLog {
     const applied = new Set(rows.map((r) => Number(r.version)));
     for (const m of this.#sql.migrations) {
       if (applied.has(m.version)) continue;
-      await this.#runner.exec(m.sql);
+      const started = Date.now();
+      await this.#runner.exec(m.sql, undefined, { timeoutMs: this.#migrationTimeoutMs });
       await this.#runner.exec(this.#sql.recordMigration, { version: m.version, name: m.name });
-      this.#log.info({ version: m.version, migration: m.name, database: this.#sql.db }, 'schema migration applied');
+      this.#log.info({ version: m.version, migration: m.name, database: this.#sql.db, ms: Date.now() - started }, 'schema migration applied');
     }
     const known = Math.max(...this.#sql.migrations.map((m) => m.version));
     const newer = [...applied].filter((v) => v > known);
