@@ -37,6 +37,10 @@ class FakeRunner implements SqlRunner {
       resolve(this.onQuery(sql, params) as T[]);
     });
   }
+  insertJsonLines(table: string, lines: Buffer): Promise<void> {
+    const rows = lines.toString('utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as object);
+    return this.insertJsonEachRow(table, rows);
+  }
   insertJsonEachRow(table: string, rows: readonly object[]): Promise<void> {
     this.calls.push({ kind: 'insert', table, rows });
     return new Promise((resolve) => {

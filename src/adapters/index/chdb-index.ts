@@ -80,16 +80,16 @@ export class ChdbSqlRunner implements SqlRunner {
 
   async insertJsonEachRow(table: string, rows: readonly object[]): Promise<void> {
     if (rows.length === 0) return;
-    this.#assertOpen();
     let body = '';
     for (const row of rows) body += JSON.stringify(row) + '\n';
+    await this.insertJsonLines(table, Buffer.from(body, 'utf8'));
+  }
+
+  async insertJsonLines(table: string, lines: Buffer): Promise<void> {
+    if (lines.length === 0) return;
+    this.#assertOpen();
     try {
-      await this.#session.insert({
-        table,
-        values: Buffer.from(body, 'utf8'),
-        format: 'JSONEachRow',
-        timeout: this.#timeoutMs,
-      });
+      await this.#session.insert({ table, values: lines, format: 'JSONEachRow', timeout: this.#timeoutMs });
     } catch (err) {
       throw translateChdbError(err, 'insert', false);
     }

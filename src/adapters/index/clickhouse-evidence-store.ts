@@ -5,7 +5,8 @@ import type { BatchAnchor, EvidenceIndex, HistoryQuery, RecordLookup, StoredReco
 import type { ReasonCategory, VerificationHistoryEntry, VerificationMode, VerificationStatus } from '../../domain/verification/types.js';
 import { DrisError } from '../../errors/dris-error.js';
 import { dateTime64Text, decodeCursor, encodeCursor, type RecordRow } from './clickhouse-record-index.js';
-import { GroupCommit } from './group-commit.js';
+import { InsertSink, type AppendSink } from './append-journal.js';
+import type { GroupCommitOptions } from './group-commit.js';
 import { LookupBatcher } from './lookup-batcher.js';
 import { readLookup } from './record-lookup.js';
 import { databaseIdentifier, MAX_PAGE_LIMIT, recordsWithLeaves } from './sql.js';
@@ -93,7 +94,11 @@ const BATCH_ANCHOR_COLUMNS = `batch_id, toUnixTimestamp64Milli(created_at) AS cr
 const HISTORY_COLUMNS = `verification_id, toUnixTimestamp64Milli(at) AS at_ms, tenant_id, client_id, key_id, mode, database,
   collection, record_id, record_version, snapshot_id, batch_id, verified, verification_status, reason_category, correlation_id`;
 
+export const DEFAULT_HISTORY_WRITES: GroupCommitOptions = { maxBatchRows: 5_000, maxDelayMs: 5, maxPendingRows: 50_000 };
+
 export interface EvidenceStoreOptions {
+  /** Where history rows go (`ClickHouseRecordIndex.appendSink`); default group-committed inserts. */
+  readonly history?: AppendSink;
   /** Most record look-ups per coalesced query. Default 256. */
   readonly lookupBatch?: number;
   /** Coalesced queries in flight at once. Default: what the engine runs at once (`SqlRunner.parallelQueries`). */
@@ -164,7 +169,7 @@ export class ClickHouseEvidenceStore implements EvidenceIndex, VerificationHisto
   readonly #db: string;
   readonly #lookups: LookupBatcher<RecordLookup, StoredRecord[]>;
   readonly #batches: LookupBatcher<string, BatchAnchor | null>;
-  readonly #history: GroupCommit<object>;
+  readonly #history: AppendSink;
   #lastPolicyUs = 0;
 
   constructor(
@@ -183,9 +188,8 @@ export class ClickHouseEvidenceStore implements EvidenceIndex, VerificationHisto
       { maxBatch, maxPending: maxBatch * 64, parallel },
       (ids) => this.#findBatches(ids),
     );
-    this.#history = new GroupCommit<object>('verification history writer', { maxBatchRows: 5_000, maxDelayMs: 5, maxPendingRows: 50_000 }, (rows) =>
-      this.runner.insertJsonEachRow(`${this.#db}.verifications`, rows),
-    );
+    this.#history =
+      options.history ?? new InsertSink('verification history writer', DEFAULT_HISTORY_WRITES, (rows) => this.runner.insertJsonEachRow(`${this.#db}.verifications`, rows));
   }
 
   get lookupQueries(): number {
@@ -259,7 +263,7 @@ export class ClickHouseEvidenceStore implements EvidenceIndex, VerificationHisto
   // ---- verification history -------------------------------------------------------------------
 
   async append(entries: readonly VerificationHistoryEntry[]): Promise<void> {
-    await this.#history.submit(
+    await this.#history.append(
       entries.map((e) => ({
         tenant_id: e.tenantId,
         at: dateTime64Text(Date.parse(e.at)),
@@ -283,6 +287,7 @@ export class ClickHouseEvidenceStore implements EvidenceIndex, VerificationHisto
 
   async query(q: HistoryQuery): Promise<Page<VerificationHistoryEntry>> {
     const limit = Math.min(Math.max(1, Math.trunc(q.limit)), MAX_PAGE_LIMIT);
+    await this.#history.settled();
     const where = ['tenant_id = {tenantId:String}'];
     const params: Record<string, string | number> = { tenantId: q.tenantId, limit: limit + 1 };
     const eq = (column: string, name: string, value: string | undefined): void => {

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import {
   ClickHouseLogLevel,
   createClient,
@@ -156,6 +157,16 @@ export class ClickHouseClientRunner implements SqlRunner {
     if (rows.length === 0) return;
     try {
       await this.#client.insert({ table, values: rows, format: 'JSONEachRow' });
+    } catch (err) {
+      throw translateClickHouseError(err, 'insert', false);
+    }
+  }
+
+  async insertJsonLines(table: string, lines: Buffer): Promise<void> {
+    if (lines.length === 0) return;
+    try {
+      // A stream of bytes, not of objects: the client sends it as the body unchanged.
+      await this.#client.insert({ table, values: Readable.from([lines], { objectMode: false }), format: 'JSONEachRow' });
     } catch (err) {
       throw translateClickHouseError(err, 'insert', false);
     }

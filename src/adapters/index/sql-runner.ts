@@ -33,5 +33,7 @@ export interface SqlRunner {
   query<T>(sql: string, params?: SqlParams): Promise<T[]>;
   /** One INSERT of all rows in JSONEachRow; `table` is database-qualified. */
   insertJsonEachRow(table: string, rows: readonly object[]): Promise<void>;
+  /** One INSERT of rows already in JSONEachRow text (one JSON object per line). */
+  insertJsonLines(table: string, lines: Buffer): Promise<void>;
   close(): Promise<void>;
 }
