@@ -17,7 +17,7 @@ import { ClickHousePipelineStore } from './adapters/index/clickhouse-pipeline-st
 import { pipelineRoutes } from './http/pipeline-routes.js';
 import { verifyRoutes } from './http/verify-routes.js';
 import { Verifier } from './app/verifier.js';
-import { ClickHouseEvidenceStore } from './adapters/index/clickhouse-evidence-store.js';
+import { ClickHouseEvidenceStore, DEFAULT_HISTORY_WRITES } from './adapters/index/clickhouse-evidence-store.js';
 import type { ChainReader } from './domain/verification/ports.js';
 import type { Route } from './http/router.js';
 import { KeyAdmin, resolveAdminToken } from './app/key-admin.js';
@@ -67,7 +67,9 @@ export async function openIndex(cfg: Config): Promise<{ index: Index; adapter: s
     return { index: new ClickHouseIndex(opts), adapter: 'clickhouse' };
   }
   const { ChdbIndex } = await import('./adapters/index/chdb-index.js');
-  return { index: new ChdbIndex({ path: path.join(cfg.dataDir, 'clickhouse') }), adapter: 'chdb' };
+  // The audit trail and the verification history reach the embedded engine through a journal
+  // in the same data directory (see AppendJournal).
+  return { index: new ChdbIndex({ path: path.join(cfg.dataDir, 'clickhouse'), journalDir: path.join(cfg.dataDir, 'index-journal') }), adapter: 'chdb' };
 }
 
 async function openQueue(cfg: Config): Promise<{ queue: RecordQueue; adapter: string }> {
@@ -327,7 +329,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
         probes,
         timeoutMs: 2000,
       });
-      const evidence = new ClickHouseEvidenceStore(index.runner, index.database);
+      const evidence = new ClickHouseEvidenceStore(index.runner, index.database, { history: index.appendSink('verifications', DEFAULT_HISTORY_WRITES) });
       closers.push(() => evidence.close());
       const reader = await openChainReader(cfg, chainInfo);
       if (reader !== null) closers.push(() => reader.close());

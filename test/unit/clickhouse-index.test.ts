@@ -3,7 +3,7 @@ import t from 'tap';
 import { ClickHouseIndex, translateClickHouseError } from '../../src/adapters/index/clickhouse-index.js';
 import { decodeCursor, encodeCursor } from '../../src/adapters/index/clickhouse-record-index.js';
 import { GroupCommit } from '../../src/adapters/index/group-commit.js';
-import type { SqlParams, SqlRunner } from '../../src/adapters/index/sql-runner.js';
+import type { ExecOptions, SqlParams, SqlRunner } from '../../src/adapters/index/sql-runner.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
 import { DrisError } from '../../src/errors/dris-error.js';
 import { setLogLevel } from '../../src/util/logger.js';
@@ -17,13 +17,17 @@ type Call =
 
 /** A SqlRunner that records calls and answers queries from a handler. */
 class FakeRunner implements SqlRunner {
+  readonly parallelQueries = 1;
   readonly calls: Call[] = [];
   onQuery: (sql: string, params: SqlParams | undefined) => unknown[] = () => [];
   onInsert: (table: string, rows: readonly object[]) => void = () => undefined;
   closed = false;
 
-  exec(sql: string, params?: SqlParams): Promise<void> {
+  /** The timeoutMs each exec was given. */
+  readonly timeouts: (number | undefined)[] = [];
+  exec(sql: string, params?: SqlParams, options?: ExecOptions): Promise<void> {
     this.calls.push({ kind: 'exec', sql, params });
+    this.timeouts.push(options?.timeoutMs);
     return Promise.resolve();
   }
   query<T>(sql: string, params?: SqlParams): Promise<T[]> {
@@ -32,6 +36,10 @@ class FakeRunner implements SqlRunner {
     return new Promise((resolve) => {
       resolve(this.onQuery(sql, params) as T[]);
     });
+  }
+  insertJsonLines(table: string, lines: Buffer): Promise<void> {
+    const rows = lines.toString('utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as object);
+    return this.insertJsonEachRow(table, rows);
   }
   insertJsonEachRow(table: string, rows: readonly object[]): Promise<void> {
     this.calls.push({ kind: 'insert', table, rows });
@@ -102,11 +110,25 @@ void t.test('migrate applies missing migrations in order, then only bootstraps',
   t.same(execs[17]?.params, { version: 8, name: 'create retrieval_policies' });
   t.match(execs[18]?.sql, /CREATE TABLE IF NOT EXISTS dris_test\.record_leaves/);
   t.same(execs[19]?.params, { version: 9, name: 'create record_leaves' });
-  t.equal(execs.length, 20);
+  t.match(execs[20]?.sql, /CREATE TABLE IF NOT EXISTS dris_test\.record_lookup\b/);
+  t.same(execs[21]?.params, { version: 10, name: 'create record_lookup' });
+  t.match(execs[22]?.sql, /CREATE MATERIALIZED VIEW IF NOT EXISTS dris_test\.record_lookup_from_records TO dris_test\.record_lookup/);
+  t.same(execs[23]?.params, { version: 11, name: 'create record_lookup_from_records' });
+  t.match(execs[24]?.sql, /^INSERT INTO dris_test\.record_lookup .*FROM dris_test\.records FINAL.*LEFT ANY JOIN.*FROM dris_test\.record_leaves FINAL/s);
+  t.same(execs[25]?.params, { version: 12, name: 'back-fill record_lookup' });
+  t.match(execs[26]?.sql, /^ALTER TABLE dris_test\.verifications MODIFY SETTING merge_selector_base = 10$/);
+  t.same(execs[27]?.params, { version: 13, name: 'verifications merge wider' });
+  t.match(execs[28]?.sql, /^ALTER TABLE dris_test\.audit_events MODIFY SETTING merge_selector_base = 10$/);
+  t.same(execs[29]?.params, { version: 14, name: 'audit_events merge wider' });
+  t.equal(execs.length, 30);
+  // Migrations run without the per-query limit (a back-fill takes as long as the table is large).
+  const migrationTimeouts = runner.timeouts.filter((_, i) => i >= 2 && i % 2 === 0);
+  t.equal(migrationTimeouts.length, 14);
+  t.ok(migrationTimeouts.every((ms) => ms !== undefined && ms >= 3_600_000));
 
   const again = new FakeRunner();
   // A server answers 64-bit integers as strings.
-  again.onQuery = () => [{ version: '1' }, { version: '2' }, { version: '3' }, { version: '4' }, { version: '5' }, { version: '6' }, { version: '7' }, { version: '8' }, { version: '9' }];
+  again.onQuery = () => Array.from({ length: 14 }, (_, i) => ({ version: String(i + 1) }));
   await new ClickHouseIndex(OPTIONS, again).migrate();
   t.equal(again.of('exec').length, 2);
 });

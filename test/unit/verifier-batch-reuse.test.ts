@@ -85,9 +85,12 @@ class FakeChain implements ChainReader {
   readonly contractAddress = '0x0000000000000000000000000000000000000001';
   anchor: { batchSeq: number; anchoredAtSec: number } | null = { batchSeq: 7, anchoredAtSec: nowMs / 1000 };
   reads = 0;
-  anchorOf(): Promise<{ batchSeq: number; anchoredAtSec: number } | null> {
+  /** While set, reads wait for it. */
+  gate: Promise<void> | null = null;
+  async anchorOf(): Promise<{ batchSeq: number; anchoredAtSec: number } | null> {
     this.reads += 1;
-    return Promise.resolve(this.anchor);
+    if (this.gate !== null) await this.gate;
+    return this.anchor;
   }
   eventBySeq(): Promise<AnchorEventView | null> {
     return Promise.resolve(null);
@@ -155,4 +158,33 @@ t.test('with no chain cache, every verification reads the batch', async (t) => {
   const { verifier, evidence } = setup(0);
   for (let i = 0; i < 3; i++) t.match(await verifier.verifyRecord(caller, { collection: 'invoices', recordId: 'r-0' }), { verified: true });
   t.equal(evidence.batchReads, 3);
+});
+
+t.test('a root in steady use is read again behind the answers, never used past the chain cache', async (t) => {
+  const { verifier, chain } = setup(200);
+  const verify = (): ReturnType<Verifier['verifyRecord']> => verifier.verifyRecord(caller, { collection: 'invoices', recordId: 'r-0' });
+  t.match(await verify(), { verified: true });
+  t.equal(chain.reads, 1);
+  let open: () => void = () => undefined;
+  chain.gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  await sleep(120);
+  // In the second half of the cache's life: answered at once while the chain is read again.
+  t.match(await verify(), { verified: true, reasonCategory: 'verified_anchored' });
+  t.equal(chain.reads, 2);
+  t.match(await verify(), { verified: true });
+  t.equal(chain.reads, 2, 'one read in flight per root');
+  await sleep(100);
+  // Expired: this one waits for the read.
+  let answered = false;
+  const late = verify().then((r) => {
+    answered = true;
+    return r;
+  });
+  await sleep(20);
+  t.notOk(answered, 'not answered on a chain read older than the cache allows');
+  open();
+  t.match(await late, { verified: true });
+  t.equal(chain.reads, 2);
 });

@@ -125,7 +125,9 @@ export class AnchorReader implements ChainReader {
         extra: { reason: 'chain_id_mismatch' satisfies AnchorReaderRefusal, expected: options.expectedChainId, actual: chainId },
       });
     }
-    const provider = makeProvider(options.rpcUrl, chainId, timeoutMs);
+    // Verification reads many roots at once (each verification's, at most once per chain cache
+    // period): reads within a few milliseconds share one JSON-RPC batch, one HTTP exchange.
+    const provider = makeProvider(options.rpcUrl, chainId, timeoutMs, { maxCount: 100, stallMs: 2 });
     try {
       const reader = new AnchorReader(provider, new Interface(ANCHOR_READER_ABI), chainId, address, options);
       await reader.verifyContract();

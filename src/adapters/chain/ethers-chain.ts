@@ -136,14 +136,19 @@ export async function loadAnchorerWallet(source: AnchorerKeySource | Wallet): Pr
 }
 
 /** The provider options every adapter of the chain uses (see docs/chain.md for why each). */
-export function makeProvider(rpcUrl: string, chainId: number, timeoutMs: number): JsonRpcProvider {
+export function makeProvider(rpcUrl: string, chainId: number, timeoutMs: number, batch?: { readonly maxCount: number; readonly stallMs: number }): JsonRpcProvider {
   const request = new FetchRequest(rpcUrl);
   request.timeout = timeoutMs;
   const network = Network.from(chainId);
   // staticNetwork: ethers would otherwise retry network detection forever against a dead node.
   // cacheTimeout -1: a cached nonce or receipt is exactly what an ordered stream must not read.
-  // batchMaxCount 1: each failure belongs to one request.
-  return new JsonRpcProvider(request, network, { staticNetwork: network, cacheTimeout: -1, batchMaxCount: 1 });
+  // batchMaxCount 1: each failure belongs to one request (a reader of views may batch instead).
+  return new JsonRpcProvider(request, network, {
+    staticNetwork: network,
+    cacheTimeout: -1,
+    batchMaxCount: batch?.maxCount ?? 1,
+    ...(batch === undefined ? {} : { batchStallTime: batch.stallMs }),
+  });
 }
 
 async function checkChainId(provider: JsonRpcProvider, expected: number): Promise<void> {

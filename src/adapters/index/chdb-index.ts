@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { drainPending, Session } from 'chdb';
 import { DrisError, type DrisErrorCode } from '../../errors/dris-error.js';
 import { ClickHouseRecordIndex, type ClickHouseRecordIndexOptions } from './clickhouse-record-index.js';
-import type { SqlParams, SqlRunner } from './sql-runner.js';
+import type { ExecOptions, SqlParams, SqlRunner } from './sql-runner.js';
 
 /**
  * Embedded hot index: ClickHouse in-process through chDB, persisted in a directory. Only the
@@ -45,6 +45,8 @@ export function translateChdbError(err: unknown, what: string, keepCause: boolea
 }
 
 export class ChdbSqlRunner implements SqlRunner {
+  /** The chDB binding runs parameterized queries one at a time, process-wide. */
+  readonly parallelQueries = 1;
   readonly #session: Session;
   readonly #timeoutMs: number;
   #closed = false;
@@ -59,12 +61,12 @@ export class ChdbSqlRunner implements SqlRunner {
     }
   }
 
-  async exec(sql: string, params?: SqlParams): Promise<void> {
-    await this.#run(sql, params, 'CSV');
+  async exec(sql: string, params?: SqlParams, options?: ExecOptions): Promise<void> {
+    await this.#run(sql, params, 'CSV', options?.timeoutMs ?? this.#timeoutMs);
   }
 
   async query<T>(sql: string, params?: SqlParams): Promise<T[]> {
-    const text = await this.#run(sql, params, 'JSONEachRow');
+    const text = await this.#run(sql, params, 'JSONEachRow', this.#timeoutMs);
     const rows: T[] = [];
     let start = 0;
     while (start < text.length) {
@@ -78,16 +80,16 @@ export class ChdbSqlRunner implements SqlRunner {
 
   async insertJsonEachRow(table: string, rows: readonly object[]): Promise<void> {
     if (rows.length === 0) return;
-    this.#assertOpen();
     let body = '';
     for (const row of rows) body += JSON.stringify(row) + '\n';
+    await this.insertJsonLines(table, Buffer.from(body, 'utf8'));
+  }
+
+  async insertJsonLines(table: string, lines: Buffer): Promise<void> {
+    if (lines.length === 0) return;
+    this.#assertOpen();
     try {
-      await this.#session.insert({
-        table,
-        values: Buffer.from(body, 'utf8'),
-        format: 'JSONEachRow',
-        timeout: this.#timeoutMs,
-      });
+      await this.#session.insert({ table, values: lines, format: 'JSONEachRow', timeout: this.#timeoutMs });
     } catch (err) {
       throw translateChdbError(err, 'insert', false);
     }
@@ -102,13 +104,13 @@ export class ChdbSqlRunner implements SqlRunner {
     await drainPending();
   }
 
-  async #run(sql: string, params: SqlParams | undefined, format: string): Promise<string> {
+  async #run(sql: string, params: SqlParams | undefined, format: string, timeout: number): Promise<string> {
     this.#assertOpen();
     try {
       const result =
         params === undefined
-          ? await this.#session.queryAsync(sql, { format, timeout: this.#timeoutMs })
-          : await this.#session.queryBindAsync(sql, params, { format, timeout: this.#timeoutMs });
+          ? await this.#session.queryAsync(sql, { format, timeout })
+          : await this.#session.queryBindAsync(sql, params, { format, timeout });
       return result.text();
     } catch (err) {
       throw translateChdbError(err, 'query', true);

@@ -5,8 +5,10 @@ import type { BatchAnchor, EvidenceIndex, HistoryQuery, RecordLookup, StoredReco
 import type { ReasonCategory, VerificationHistoryEntry, VerificationMode, VerificationStatus } from '../../domain/verification/types.js';
 import { DrisError } from '../../errors/dris-error.js';
 import { dateTime64Text, decodeCursor, encodeCursor, type RecordRow } from './clickhouse-record-index.js';
-import { GroupCommit } from './group-commit.js';
+import { InsertSink, type AppendSink } from './append-journal.js';
+import type { GroupCommitOptions } from './group-commit.js';
 import { LookupBatcher } from './lookup-batcher.js';
+import { readLookup } from './record-lookup.js';
 import { databaseIdentifier, MAX_PAGE_LIMIT, recordsWithLeaves } from './sql.js';
 import type { SqlRunner } from './sql-runner.js';
 
@@ -92,10 +94,14 @@ const BATCH_ANCHOR_COLUMNS = `batch_id, toUnixTimestamp64Milli(created_at) AS cr
 const HISTORY_COLUMNS = `verification_id, toUnixTimestamp64Milli(at) AS at_ms, tenant_id, client_id, key_id, mode, database,
   collection, record_id, record_version, snapshot_id, batch_id, verified, verification_status, reason_category, correlation_id`;
 
+export const DEFAULT_HISTORY_WRITES: GroupCommitOptions = { maxBatchRows: 5_000, maxDelayMs: 5, maxPendingRows: 50_000 };
+
 export interface EvidenceStoreOptions {
+  /** Where history rows go (`ClickHouseRecordIndex.appendSink`); default group-committed inserts. */
+  readonly history?: AppendSink;
   /** Most record look-ups per coalesced query. Default 256. */
   readonly lookupBatch?: number;
-  /** Coalesced queries in flight at once. Default 2. */
+  /** Coalesced queries in flight at once. Default: what the engine runs at once (`SqlRunner.parallelQueries`). */
   readonly lookupParallel?: number;
 }
 
@@ -163,7 +169,7 @@ export class ClickHouseEvidenceStore implements EvidenceIndex, VerificationHisto
   readonly #db: string;
   readonly #lookups: LookupBatcher<RecordLookup, StoredRecord[]>;
   readonly #batches: LookupBatcher<string, BatchAnchor | null>;
-  readonly #history: GroupCommit<object>;
+  readonly #history: AppendSink;
   #lastPolicyUs = 0;
 
   constructor(
@@ -173,17 +179,17 @@ export class ClickHouseEvidenceStore implements EvidenceIndex, VerificationHisto
   ) {
     this.#db = databaseIdentifier(database);
     const maxBatch = options.lookupBatch ?? 256;
+    const parallel = options.lookupParallel ?? runner.parallelQueries;
     this.#lookups = new LookupBatcher<RecordLookup, StoredRecord[]>(
-      { maxBatch, maxPending: maxBatch * 64, parallel: options.lookupParallel ?? 2 },
+      { maxBatch, maxPending: maxBatch * 64, parallel },
       (keys) => this.#findMany(keys),
     );
     this.#batches = new LookupBatcher<string, BatchAnchor | null>(
-      { maxBatch, maxPending: maxBatch * 64, parallel: options.lookupParallel ?? 2 },
+      { maxBatch, maxPending: maxBatch * 64, parallel },
       (ids) => this.#findBatches(ids),
     );
-    this.#history = new GroupCommit<object>('verification history writer', { maxBatchRows: 5_000, maxDelayMs: 5, maxPendingRows: 50_000 }, (rows) =>
-      this.runner.insertJsonEachRow(`${this.#db}.verifications`, rows),
-    );
+    this.#history =
+      options.history ?? new InsertSink('verification history writer', DEFAULT_HISTORY_WRITES, (rows) => this.runner.insertJsonEachRow(`${this.#db}.verifications`, rows));
   }
 
   get lookupQueries(): number {
@@ -195,23 +201,16 @@ export class ClickHouseEvidenceStore implements EvidenceIndex, VerificationHisto
   }
 
   /**
-   * One query for many look-ups: the record_id bloom filter prunes granules for the whole set, and
-   * the exact per-look-up match is done here.
+   * One query for many look-ups, on record_lookup's key: the product of their tenants,
+   * collections and record ids is read (a few granules per key), and the exact per-look-up match
+   * is done here.
    */
   async #findMany(lookups: RecordLookup[]): Promise<StoredRecord[][]> {
-    const tenants = [...new Set(lookups.map((l) => l.tenantId))];
-    const ids = [...new Set(lookups.map((l) => l.recordId))];
-    const rows = await this.runner.query<EvidenceRow>(
-      recordsWithLeaves(this.#db, {
-        columns: EVIDENCE_COLUMNS,
-        where: 'tenant_id IN {tenants:Array(String)} AND record_id IN {ids:Array(String)}',
-        order: 'accepted_at, ingest_id',
-        resultOrder: 'accepted_at_ms, ingest_id',
-        settings: 'use_skip_indexes_if_final = 1',
-        proofs: true,
-      }),
-      { tenants, ids },
-    );
+    const rows = await readLookup(this.runner, this.#db, 'tenant_id IN {tenants:Array(String)} AND collection IN {collections:Array(String)} AND record_id IN {ids:Array(String)}', {
+      tenants: [...new Set(lookups.map((l) => l.tenantId))],
+      collections: [...new Set(lookups.map((l) => l.collection))],
+      ids: [...new Set(lookups.map((l) => l.recordId))],
+    });
     const stored = rows.map(toStored);
     return lookups.map((l) => stored.filter((r) => matches(l, r)).slice(-1000));
   }
@@ -220,10 +219,14 @@ export class ClickHouseEvidenceStore implements EvidenceIndex, VerificationHisto
     return this.#batches.lookup(batchId);
   }
 
-  /** One query for many batches, on the key; the leaf arrays, tens of KiB per batch, are not read. */
+  /**
+   * One query for many batches, on the key; the leaf arrays, tens of KiB per batch, are not read.
+   * The newest version of each by LIMIT 1 BY, which costs less than FINAL across parts.
+   */
   async #findBatches(ids: string[]): Promise<(BatchAnchor | null)[]> {
     const rows = await this.runner.query<BatchAnchorRow>(
-      `SELECT ${BATCH_ANCHOR_COLUMNS} FROM ${this.#db}.batches FINAL WHERE batch_id IN {ids:Array(String)}`,
+      `SELECT ${BATCH_ANCHOR_COLUMNS} FROM ${this.#db}.batches WHERE batch_id IN {ids:Array(String)}
+       ORDER BY batch_id, version DESC LIMIT 1 BY batch_id`,
       { ids: [...new Set(ids)] },
     );
     const byId = new Map(rows.map((r) => [r.batch_id, toBatchAnchor(r)]));
@@ -260,7 +263,7 @@ export class ClickHouseEvidenceStore implements EvidenceIndex, VerificationHisto
   // ---- verification history -------------------------------------------------------------------
 
   async append(entries: readonly VerificationHistoryEntry[]): Promise<void> {
-    await this.#history.submit(
+    await this.#history.append(
       entries.map((e) => ({
         tenant_id: e.tenantId,
         at: dateTime64Text(Date.parse(e.at)),
@@ -284,6 +287,7 @@ export class ClickHouseEvidenceStore implements EvidenceIndex, VerificationHisto
 
   async query(q: HistoryQuery): Promise<Page<VerificationHistoryEntry>> {
     const limit = Math.min(Math.max(1, Math.trunc(q.limit)), MAX_PAGE_LIMIT);
+    await this.#history.settled();
     const where = ['tenant_id = {tenantId:String}'];
     const params: Record<string, string | number> = { tenantId: q.tenantId, limit: limit + 1 };
     const eq = (column: string, name: string, value: string | undefined): void => {

@@ -1,7 +1,9 @@
+import { Readable } from 'node:stream';
 import {
   ClickHouseLogLevel,
   createClient,
   type ClickHouseClient,
+  type ClickHouseClientConfigOptions,
   type ErrorLogParams,
   type Logger as ClientLogger,
   type WarnLogParams,
@@ -9,7 +11,7 @@ import {
 import { DrisError, type DrisErrorCode } from '../../errors/dris-error.js';
 import { componentLogger } from '../../util/logger.js';
 import { ClickHouseRecordIndex, type ClickHouseRecordIndexOptions } from './clickhouse-record-index.js';
-import type { SqlParams, SqlRunner } from './sql-runner.js';
+import type { ExecOptions, SqlParams, SqlRunner } from './sql-runner.js';
 
 /**
  * Hot index on a ClickHouse server, through @clickhouse/client over HTTP. Same SQL and logic as
@@ -104,12 +106,14 @@ class ClientLog implements ClientLogger {
 }
 
 export class ClickHouseClientRunner implements SqlRunner {
+  readonly parallelQueries: number;
+  readonly #config: ClickHouseClientConfigOptions;
   readonly #client: ClickHouseClient;
 
   constructor(options: ClickHouseIndexOptions) {
     // No `database` here: the client would send it with every request, and requests fail while
     // the database does not exist yet, migrate() included. Statements name their database.
-    this.#client = createClient({
+    this.#config = {
       url: options.url,
       ...(options.username === undefined ? {} : { username: options.username }),
       ...(options.password === undefined ? {} : { password: options.password }),
@@ -117,14 +121,22 @@ export class ClickHouseClientRunner implements SqlRunner {
       max_open_connections: options.maxOpenConnections ?? 10,
       application: 'dris',
       log: { LoggerClass: ClientLog, level: ClickHouseLogLevel.WARN },
-    });
+    };
+    this.#client = createClient(this.#config);
+    // Half the sockets: inserts and other reads keep theirs.
+    this.parallelQueries = Math.max(1, Math.floor((options.maxOpenConnections ?? 10) / 2));
   }
 
-  async exec(sql: string, params?: SqlParams): Promise<void> {
+  async exec(sql: string, params?: SqlParams, options?: ExecOptions): Promise<void> {
+    // The client's limit is one for all its requests: a statement allowed longer gets a client of
+    // its own (migrations only, a few per start).
+    const own = options?.timeoutMs === undefined ? null : createClient({ ...this.#config, request_timeout: options.timeoutMs, max_open_connections: 1 });
     try {
-      await this.#client.command({ query: sql, ...(params === undefined ? {} : { query_params: params }) });
+      await (own ?? this.#client).command({ query: sql, ...(params === undefined ? {} : { query_params: params }) });
     } catch (err) {
       throw translateClickHouseError(err, 'statement', true);
+    } finally {
+      await own?.close();
     }
   }
 
@@ -145,6 +157,16 @@ export class ClickHouseClientRunner implements SqlRunner {
     if (rows.length === 0) return;
     try {
       await this.#client.insert({ table, values: rows, format: 'JSONEachRow' });
+    } catch (err) {
+      throw translateClickHouseError(err, 'insert', false);
+    }
+  }
+
+  async insertJsonLines(table: string, lines: Buffer): Promise<void> {
+    if (lines.length === 0) return;
+    try {
+      // A stream of bytes, not of objects: the client sends it as the body unchanged.
+      await this.#client.insert({ table, values: Readable.from([lines], { objectMode: false }), format: 'JSONEachRow' });
     } catch (err) {
       throw translateClickHouseError(err, 'insert', false);
     }

@@ -3,14 +3,16 @@ import type { FormedBatch } from '../../domain/pipeline/batch-formation.js';
 import type { PipelineStore, RecordTrace, SnapshotQuery } from '../../domain/pipeline/ports.js';
 import type { Batch, BatchStatus, LifecycleEntry, Snapshot, SnapshotStatus } from '../../domain/pipeline/types.js';
 import { dateTime64Text, encodeCursor, decodeCursor } from './clickhouse-record-index.js';
-import { databaseIdentifier, MAX_PAGE_LIMIT, recordsWithLeaves } from './sql.js';
+import { lookupRowsOf, readLookup } from './record-lookup.js';
+import { databaseIdentifier, MAX_PAGE_LIMIT } from './sql.js';
 import type { SqlRunner } from './sql-runner.js';
 
 /**
  * The pipeline's state in ClickHouse, on the same engine as the hot index. Rows are replaced
  * whole with a higher version (ReplacingMergeTree) and read with FINAL; lifecycle entries are
  * appended with a deterministic id, so a retried write lists once. A record's leaf goes to the
- * narrow record_leaves table; the record row itself is the indexer's and is never rewritten.
+ * narrow record_leaves table and, with the record's evidence, to its record_lookup row; the
+ * record row itself is the indexer's and is never rewritten.
  *
  * Reads that select batches by a column that changes (status) find the ids on the narrow columns
  * first and only then read those rows whole: a batch row carries its leaves and ingest ids (tens of
@@ -210,6 +212,7 @@ export class ClickHousePipelineStore implements PipelineStore {
     // One insert per table for all the batches; the batch rows, written last, are the commit marker.
     await Promise.all([
       this.runner.insertJsonEachRow(`${this.#db}.record_leaves`, leaves),
+      this.runner.insertJsonEachRow(`${this.#db}.record_lookup`, formed.flatMap((f) => lookupRowsOf(f.records, f.assignments, version))),
       this.runner.insertJsonEachRow(`${this.#db}.snapshots`, formed.flatMap((f) => f.snapshots.map((s) => this.#snapshotRow(s)))),
       this.runner.insertJsonEachRow(`${this.#db}.snapshot_lifecycle`, this.#lifecycleRows(formed.flatMap((f) => f.lifecycle))),
     ]);
@@ -350,48 +353,38 @@ export class ClickHousePipelineStore implements PipelineStore {
       where.push('record_version = {recordVersion:String}');
       params['recordVersion'] = q.recordVersion;
     }
-    const rows = await this.runner.query<{
-      ingest_id: string;
-      tenant_id: string;
-      database: string;
-      collection: string;
-      record_id: string;
-      record_version: string;
-      record_hash: string;
-      accepted_at_ms: Int64Out;
-      indexed_at_ms: Int64Out;
-      snapshot_id: string | null;
-      batch_id: string | null;
-      leaf_index: number | null;
-      tree_size: number | null;
-      merkle_proof: string[];
-    }>(
-      recordsWithLeaves(this.#db, {
-        columns: `ingest_id, tenant_id, database, collection, record_id, record_version, record_hash,
-              toUnixTimestamp64Milli(accepted_at) AS accepted_at_ms, toUnixTimestamp64Milli(indexed_at) AS indexed_at_ms`,
-        where: where.join(' AND '),
-        order: 'accepted_at, ingest_id',
-        resultOrder: 'accepted_at_ms, ingest_id',
-        limit: '1000',
-        proofs: true,
-      }),
-      params,
+    const rows = await readLookup(this.runner, this.#db, where.join(' AND '), params, '1000');
+    if (rows.length === 0) return [];
+    // When each was indexed, from its record row, read by the records table's key. A record whose
+    // leaf is stored but whose row the indexer has not written yet is not listed.
+    const indexed = await this.runner.query<{ ingest_id: string; indexed_at_ms: Int64Out }>(
+      `SELECT ingest_id, toUnixTimestamp64Milli(min(indexed_at)) AS indexed_at_ms FROM ${this.#db}.records
+       WHERE tenant_id = {tenantId:String} AND accepted_at IN {ats:Array(DateTime64(3, 'UTC'))} AND ingest_id IN {ids:Array(String)}
+       GROUP BY ingest_id`,
+      { tenantId, ats: [...new Set(rows.map((r) => dateTime64Text(n(r.accepted_at_ms))))], ids: rows.map((r) => r.ingest_id) },
     );
-    return rows.map((r) => ({
-      ingestId: r.ingest_id,
-      tenantId: r.tenant_id,
-      database: r.database,
-      collection: r.collection,
-      recordId: r.record_id,
-      recordVersion: r.record_version,
-      recordHash: r.record_hash,
-      acceptedAtMs: n(r.accepted_at_ms),
-      indexedAtMs: n(r.indexed_at_ms),
-      snapshotId: r.snapshot_id,
-      batchId: r.batch_id,
-      leafIndex: r.leaf_index === null ? null : Number(r.leaf_index),
-      treeSize: r.tree_size === null ? null : Number(r.tree_size),
-      merkleProof: r.merkle_proof,
-    }));
+    const indexedAt = new Map(indexed.map((r) => [r.ingest_id, n(r.indexed_at_ms)]));
+    const traces: RecordTrace[] = [];
+    for (const r of rows) {
+      const indexedAtMs = indexedAt.get(r.ingest_id);
+      if (indexedAtMs === undefined) continue;
+      traces.push({
+        ingestId: r.ingest_id,
+        tenantId: r.tenant_id,
+        database: r.database,
+        collection: r.collection,
+        recordId: r.record_id,
+        recordVersion: r.record_version,
+        recordHash: r.record_hash,
+        acceptedAtMs: n(r.accepted_at_ms),
+        indexedAtMs,
+        snapshotId: r.snapshot_id,
+        batchId: r.batch_id,
+        leafIndex: r.leaf_index === null ? null : Number(r.leaf_index),
+        treeSize: r.tree_size === null ? null : Number(r.tree_size),
+        merkleProof: r.merkle_proof,
+      });
+    }
+    return traces;
   }
 }

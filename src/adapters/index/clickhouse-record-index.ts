@@ -12,6 +12,7 @@ import {
 } from '../../domain/records/types.js';
 import { DrisError } from '../../errors/dris-error.js';
 import { componentLogger, type Logger } from '../../util/logger.js';
+import { AppendJournal, InsertSink, type AppendSink } from './append-journal.js';
 import { GroupCommit, type GroupCommitOptions } from './group-commit.js';
 import { buildSql, DEFAULT_DATABASE, MAX_PAGE_LIMIT, ROW_VERSION_INGESTED, type IndexSql } from './sql.js';
 import type { SqlRunner } from './sql-runner.js';
@@ -26,16 +27,25 @@ export interface ClickHouseRecordIndexOptions {
   readonly database?: string;
   /** Coalescing of insertRecords() calls. */
   readonly recordWrites?: Partial<GroupCommitOptions>;
-  /** Coalescing of audit append() calls. */
+  /** Coalescing of audit append() calls (without a journal). */
   readonly auditWrites?: Partial<GroupCommitOptions>;
+  /**
+   * Directory of a local journal for the append-only tables (audit trail, verification history):
+   * appends are durable once in it and reach the tables in a few large inserts a second. For the
+   * embedded engine, beside its data directory; without it, each group of appends is an insert.
+   */
+  readonly journalDir?: string;
   /** Most ingest ids per existence look-up (a server receives parameters in the request URL). */
   readonly lookupChunk?: number;
+  /** Limit of each migration statement, milliseconds (a back-fill copies a whole table). Default 6 h. */
+  readonly migrationTimeoutMs?: number;
   readonly logger?: Logger;
 }
 
 export const DEFAULT_RECORD_WRITES: GroupCommitOptions = { maxBatchRows: 10_000, maxDelayMs: 2, maxPendingRows: 50_000 };
 export const DEFAULT_AUDIT_WRITES: GroupCommitOptions = { maxBatchRows: 5_000, maxDelayMs: 5, maxPendingRows: 50_000 };
 const DEFAULT_LOOKUP_CHUNK = 5_000;
+const DEFAULT_MIGRATION_TIMEOUT_MS = 6 * 3_600_000;
 
 export interface HotIndexStats {
   /** INSERT statements into records (a write whose rows were all present already sends none). */
@@ -141,8 +151,10 @@ export class ClickHouseRecordIndex implements RecordIndex, KeyStore, AuditLog {
   readonly #sql: IndexSql;
   readonly #log: Logger;
   readonly #lookupChunk: number;
+  readonly #migrationTimeoutMs: number;
   readonly #records: GroupCommit<PendingRecord>;
-  readonly #audit: GroupCommit<object>;
+  readonly #journal: AppendJournal | null;
+  readonly #audit: AppendSink;
   #lastVersionUs = 0;
   #closing: Promise<void> | null = null;
   #recordInserts = 0;
@@ -156,6 +168,7 @@ export class ClickHouseRecordIndex implements RecordIndex, KeyStore, AuditLog {
     this.#sql = buildSql(options.database ?? DEFAULT_DATABASE);
     this.#log = options.logger ?? componentLogger('hot-index');
     this.#lookupChunk = options.lookupChunk ?? DEFAULT_LOOKUP_CHUNK;
+    this.#migrationTimeoutMs = options.migrationTimeoutMs ?? DEFAULT_MIGRATION_TIMEOUT_MS;
     if (!(Number.isInteger(this.#lookupChunk) && this.#lookupChunk >= 1)) {
       throw new TypeError('lookupChunk must be a positive integer');
     }
@@ -164,11 +177,10 @@ export class ClickHouseRecordIndex implements RecordIndex, KeyStore, AuditLog {
       { ...DEFAULT_RECORD_WRITES, ...options.recordWrites },
       (rows) => this.#writeRecords(rows),
     );
-    this.#audit = new GroupCommit<object>(
-      'audit writer',
-      { ...DEFAULT_AUDIT_WRITES, ...options.auditWrites },
-      (rows) => this.#writeAudit(rows),
-    );
+    this.#journal = options.journalDir === undefined ? null : AppendJournal.open(options.journalDir, runner, { logger: this.#log.child({ component: 'index-journal' }) });
+    this.#audit =
+      this.#journal?.sink(this.#sql.tables.auditEvents) ??
+      new InsertSink('audit writer', { ...DEFAULT_AUDIT_WRITES, ...options.auditWrites }, (rows) => this.#writeAudit(rows));
   }
 
   get database(): string {
@@ -199,9 +211,10 @@ export class ClickHouseRecordIndex implements RecordIndex, KeyStore, AuditLog {
     const applied = new Set(rows.map((r) => Number(r.version)));
     for (const m of this.#sql.migrations) {
       if (applied.has(m.version)) continue;
-      await this.#runner.exec(m.sql);
+      const started = Date.now();
+      await this.#runner.exec(m.sql, undefined, { timeoutMs: this.#migrationTimeoutMs });
       await this.#runner.exec(this.#sql.recordMigration, { version: m.version, name: m.name });
-      this.#log.info({ version: m.version, migration: m.name, database: this.#sql.db }, 'schema migration applied');
+      this.#log.info({ version: m.version, migration: m.name, database: this.#sql.db, ms: Date.now() - started }, 'schema migration applied');
     }
     const known = Math.max(...this.#sql.migrations.map((m) => m.version));
     const newer = [...applied].filter((v) => v > known);
@@ -215,9 +228,20 @@ export class ClickHouseRecordIndex implements RecordIndex, KeyStore, AuditLog {
     await this.#runner.query(this.#sql.ping);
   }
 
+  /**
+   * Where another store's append-only table (`name` in this database) is written: through this
+   * index's journal when it has one, else straight into the table, group-committed.
+   */
+  appendSink(name: string, writes: GroupCommitOptions): AppendSink {
+    const table = `${this.#sql.db}.${name}`;
+    return this.#journal?.sink(table) ?? new InsertSink(`${name} writer`, writes, (rows) => this.#runner.insertJsonEachRow(table, rows));
+  }
+
+  /** Closes the writers, then the journal (which copies what it holds), then the engine: after every other user of the index. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
       await Promise.all([this.#records.close(), this.#audit.close()]);
+      await this.#journal?.close();
       await this.#runner.close();
     })();
     return this.#closing;
@@ -360,7 +384,7 @@ export class ClickHouseRecordIndex implements RecordIndex, KeyStore, AuditLog {
   // ---- audit --------------------------------------------------------------------------------
 
   async append(events: readonly AuditEvent[]): Promise<void> {
-    await this.#audit.submit(events.map(toAuditRow));
+    await this.#audit.append(events.map(toAuditRow));
   }
 
   async #writeAudit(rows: object[]): Promise<void> {
@@ -376,6 +400,7 @@ export class ClickHouseRecordIndex implements RecordIndex, KeyStore, AuditLog {
 
   async query(query: AuditQuery): Promise<Page<AuditEvent>> {
     const limit = pageLimit(query.limit);
+    await this.#audit.settled();
     const params: Record<string, string | number> = { tenantId: query.tenantId, limit: limit + 1 };
     if (query.action !== undefined) params['action'] = query.action;
     if (query.keyId !== undefined) params['keyId'] = query.keyId;

@@ -9,9 +9,23 @@
 export type SqlParamValue = string | number | bigint | boolean | null | readonly string[] | readonly number[];
 export type SqlParams = Readonly<Record<string, SqlParamValue>>;
 
+export interface ExecOptions {
+  /**
+   * Limit of this statement instead of the runner's own, milliseconds: a migration that copies a
+   * table takes as long as the table is large.
+   */
+  readonly timeoutMs?: number;
+}
+
 export interface SqlRunner {
+  /**
+   * Queries with parameters the engine works on at once; more wait their turn. Callers that batch
+   * reads keep no more than this many in flight, so what arrives meanwhile joins the next batch
+   * instead of queueing behind it.
+   */
+  readonly parallelQueries: number;
   /** Runs a statement whose result is not read (DDL, INSERT ... VALUES with parameters). */
-  exec(sql: string, params?: SqlParams): Promise<void>;
+  exec(sql: string, params?: SqlParams, options?: ExecOptions): Promise<void>;
   /**
    * Runs a SELECT and returns its rows as JSON objects (JSONEachRow). 64-bit integers may come
    * back as numbers or as strings depending on the engine's settings: callers convert.
@@ -19,5 +33,7 @@ export interface SqlRunner {
   query<T>(sql: string, params?: SqlParams): Promise<T[]>;
   /** One INSERT of all rows in JSONEachRow; `table` is database-qualified. */
   insertJsonEachRow(table: string, rows: readonly object[]): Promise<void>;
+  /** One INSERT of rows already in JSONEachRow text (one JSON object per line). */
+  insertJsonLines(table: string, lines: Buffer): Promise<void>;
   close(): Promise<void>;
 }

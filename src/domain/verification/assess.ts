@@ -156,8 +156,13 @@ function proofHolds(hashing: HashingBackend, claim: Claim): boolean {
   if (!/^[0-9a-f]{64}$/.test(claim.recordHash) || !/^[0-9a-f]{64}$/.test(claim.merkleRoot)) return false;
   if (!Number.isInteger(claim.leafIndex) || !Number.isInteger(claim.treeSize) || claim.leafIndex < 0 || claim.leafIndex >= claim.treeSize) return false;
   if (!claim.merkleProof.every((p) => /^[0-9a-f]{64}$/.test(p))) return false;
-  const leaf = hashing.leafHash(fromHex(claim.recordHash));
-  return hashing.verifyInclusion(leaf, claim.leafIndex, claim.treeSize, claim.merkleProof.map(fromHex), fromHex(claim.merkleRoot));
+  const leaf = hashing.leafHash(hashBytes(claim.recordHash));
+  return hashing.verifyInclusion(leaf, claim.leafIndex, claim.treeSize, claim.merkleProof.map(hashBytes), hashBytes(claim.merkleRoot));
+}
+
+/** 64 lowercase hex digits (checked by the caller) as 32 bytes; Buffer decodes them natively. */
+function hashBytes(hex: string): Uint8Array {
+  return Buffer.from(hex, 'hex');
 }
 
 /** RFC 9162 root of a manifest's leaves (lowercase hex); malformed leaves make a root no chain holds. */
@@ -167,7 +172,7 @@ export function rootOfLeaves(hashing: HashingBackend, leaves: readonly string[])
 
 /** Hex that may be malformed (a tampered manifest): malformed leaves hash as empty input. */
 function fromHexSafe(hex: string): Uint8Array {
-  return /^[0-9a-f]{64}$/.test(hex) ? fromHex(hex) : new Uint8Array(0);
+  return /^[0-9a-f]{64}$/.test(hex) ? hashBytes(hex) : new Uint8Array(0);
 }
 
 /** The leaf index of a record hash in a manifest, or -1. */

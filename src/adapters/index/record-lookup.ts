@@ -1,0 +1,120 @@
+import type { LeafAssignment } from '../../domain/pipeline/types.js';
+import type { AcceptedRecord } from '../../domain/records/types.js';
+import { DrisError } from '../../errors/dris-error.js';
+import { dateTime64Text } from './clickhouse-record-index.js';
+import { leavesByKey, lookupRecords } from './sql.js';
+import type { SqlParams, SqlRunner } from './sql-runner.js';
+
+/**
+ * record_lookup: every record by (tenant, collection, recordId), with its leaf, in one row. The
+ * indexer's inserts into records reach it through a materialized view (version 1, no leaf); the
+ * pipeline writes the same row again with its leaf and the leaf's version when it stores the
+ * record's batch. ReplacingMergeTree keeps the higher version whichever write lands first.
+ */
+
+type Int64Out = number | string;
+
+/** A record_lookup row as read (LOOKUP_READ_COLUMNS). */
+export interface LookupRow {
+  ingest_id: string;
+  tenant_id: string;
+  client_id: string;
+  database: string;
+  collection: string;
+  record_id: string;
+  record_version: string;
+  operation_type: string;
+  source_timestamp: string | null;
+  hash_scheme: string;
+  payload_hash: string;
+  record_hash: string;
+  salt: string;
+  accepted_at_ms: Int64Out;
+  snapshot_id: string | null;
+  batch_id: string | null;
+  leaf_index: number | null;
+  tree_size: number | null;
+  merkle_proof: string[];
+  version: Int64Out;
+}
+
+interface LeafRow {
+  tenant_id: string;
+  ingest_id: string;
+  snapshot_id: string;
+  batch_id: string;
+  leaf_index: number;
+  tree_size: number;
+  merkle_proof: string[];
+}
+
+/**
+ * Look-up rows matching `where` (see `lookupRecords`): the highest version of each record, oldest
+ * acceptance first. A row without a leaf takes it from record_leaves when that has one, so
+ * records batched before record_lookup existed, but indexed after its back-fill, still read with
+ * their leaf. That costs a second query only when some row has no leaf.
+ */
+export async function readLookup(runner: SqlRunner, db: string, where: string, params: SqlParams, limit?: string): Promise<LookupRow[]> {
+  const rows = newestOfEach(await runner.query<LookupRow>(lookupRecords(db, where, limit), params));
+  const leafless = rows.filter((r) => r.batch_id === null);
+  if (leafless.length === 0) return rows;
+  const leaves = await runner.query<LeafRow>(leavesByKey(db), {
+    tenants: [...new Set(leafless.map((r) => r.tenant_id))],
+    ids: leafless.map((r) => r.ingest_id),
+  });
+  if (leaves.length === 0) return rows;
+  const byKey = new Map(leaves.map((l) => [`${l.tenant_id}\u0000${l.ingest_id}`, l]));
+  return rows.map((r) => {
+    const l = r.batch_id === null ? byKey.get(`${r.tenant_id}\u0000${r.ingest_id}`) : undefined;
+    return l === undefined
+      ? r
+      : { ...r, snapshot_id: l.snapshot_id, batch_id: l.batch_id, leaf_index: l.leaf_index, tree_size: l.tree_size, merkle_proof: l.merkle_proof };
+  });
+}
+
+/** What ReplacingMergeTree keeps once merged: the highest version of each (tenant, ingest id). */
+function newestOfEach(rows: LookupRow[]): LookupRow[] {
+  const newest = new Map<string, LookupRow>();
+  for (const r of rows) {
+    const key = `${r.tenant_id}\u0000${r.ingest_id}`;
+    const seen = newest.get(key);
+    // Versions are microsecond clocks (above 2^53 only in the year 2255), so Number compares them.
+    if (seen === undefined || Number(r.version) > Number(seen.version)) newest.set(key, r);
+  }
+  return [...newest.values()].sort((a, b) => Number(a.accepted_at_ms) - Number(b.accepted_at_ms) || (a.ingest_id < b.ingest_id ? -1 : a.ingest_id > b.ingest_id ? 1 : 0));
+}
+
+/**
+ * The look-up rows of batched records, as the pipeline writes them: the indexer's row (the same
+ * envelope, from the same accepted record) plus the leaf, at the leaf's version.
+ */
+export function lookupRowsOf(records: readonly AcceptedRecord[], assignments: readonly LeafAssignment[], version: number): object[] {
+  const leafOf = new Map(assignments.map((a) => [a.ingestId, a]));
+  return records.map((r) => {
+    const a = leafOf.get(r.ingestId);
+    const acceptedAtMs = Date.parse(r.acceptedAt);
+    if (a === undefined || Number.isNaN(acceptedAtMs)) throw new DrisError('internal_error', `record ${r.ingestId} has no leaf or an unreadable acceptedAt`);
+    return {
+      tenant_id: r.tenantId,
+      collection: r.collection,
+      record_id: r.recordId,
+      database: r.database,
+      record_version: r.recordVersion,
+      ingest_id: r.ingestId,
+      accepted_at: dateTime64Text(acceptedAtMs),
+      client_id: r.clientId,
+      operation_type: r.operationType,
+      source_timestamp: r.sourceTimestamp,
+      hash_scheme: r.hashScheme,
+      payload_hash: r.payloadHash,
+      record_hash: r.recordHash,
+      salt: r.salt,
+      snapshot_id: a.snapshotId,
+      batch_id: a.batchId,
+      leaf_index: a.leafIndex,
+      tree_size: a.treeSize,
+      merkle_proof: a.proof,
+      version,
+    };
+  });
+}

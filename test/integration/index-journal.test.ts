@@ -1,0 +1,81 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { ChdbIndex } from '../../src/adapters/index/chdb-index.js';
+import { ClickHouseEvidenceStore, DEFAULT_HISTORY_WRITES } from '../../src/adapters/index/clickhouse-evidence-store.js';
+import type { AuditEvent } from '../../src/domain/audit/ports.js';
+import type { VerificationHistoryEntry } from '../../src/domain/verification/types.js';
+import { setLogLevel } from '../../src/util/logger.js';
+
+/**
+ * The embedded engine's journal for the audit trail and the verification history: appends return
+ * once durable in the journal, and every read sees what was appended before it.
+ */
+
+setLogLevel('silent');
+
+const root = mkdtempSync(join(tmpdir(), 'dris-index-journal-'));
+t.teardown(() => {
+  rmSync(root, { recursive: true, force: true });
+});
+const options = { path: join(root, 'clickhouse'), journalDir: join(root, 'index-journal') };
+const BASE_MS = Date.parse('2026-01-01T00:00:00.000Z');
+
+function event(i: number): AuditEvent {
+  return { eventId: `ev-${String(i).padStart(4, '0')}`, atMs: BASE_MS + i, tenantId: 'acme', clientId: 'app', keyId: 'k', action: 'verify.record', resource: `record:invoices/inv-${i}`, outcome: 'pass', correlationId: `c-${i}`, detail: { n: i } };
+}
+
+function entry(i: number): VerificationHistoryEntry {
+  return {
+    verificationId: `ver-${String(i).padStart(4, '0')}`,
+    at: new Date(BASE_MS + i).toISOString(),
+    tenantId: 'acme',
+    clientId: 'app',
+    keyId: 'k',
+    mode: 'stored',
+    database: 'erp',
+    collection: 'invoices',
+    recordId: `inv-${i}`,
+    recordVersion: '1',
+    snapshotId: null,
+    batchId: null,
+    verified: true,
+    verificationStatus: 'pass',
+    reasonCategory: 'verified_anchored',
+    correlationId: `c-${i}`,
+  };
+}
+
+t.test('audit and history appends go through the journal and read back at once', async (t) => {
+  const index = new ChdbIndex(options);
+  await index.migrate();
+  const evidence = new ClickHouseEvidenceStore(index.runner, index.database, { history: index.appendSink('verifications', DEFAULT_HISTORY_WRITES) });
+  await Promise.all(Array.from({ length: 300 }, (_, i) => Promise.all([index.append([event(i)]), evidence.append([entry(i)])])));
+  t.equal(index.stats().auditInserts, 0, 'no insert of the index own writer');
+
+  const audit = await index.query({ tenantId: 'acme', limit: 1000 });
+  t.equal(audit.items.length, 300);
+  t.same(audit.items[0], event(299));
+  const history = await evidence.query({ tenantId: 'acme', limit: 1000 });
+  t.equal(history.items.length, 300);
+  t.same(history.items.at(-1), entry(0));
+
+  // Written, then read right away: the read waits for its copy.
+  await index.append([event(300)]);
+  t.same((await index.query({ tenantId: 'acme', limit: 1 })).items, [event(300)]);
+  await evidence.close();
+  await index.close();
+});
+
+t.test('what the journal held at close is in the tables after a restart', async (t) => {
+  const index = new ChdbIndex(options);
+  await index.migrate();
+  await index.append([event(301), event(302)]);
+  await index.close();
+  const again = new ChdbIndex(options);
+  await again.migrate();
+  const audit = await again.query({ tenantId: 'acme', limit: 3 });
+  t.same(audit.items.map((e) => e.eventId), ['ev-0302', 'ev-0301', 'ev-0300']);
+  await again.close();
+});

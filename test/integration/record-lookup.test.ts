@@ -1,0 +1,240 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { JsHashingBackend } from '../../src/adapters/hashing/js-backend.js';
+import { ChdbIndex, ChdbSqlRunner } from '../../src/adapters/index/chdb-index.js';
+import { ClickHouseEvidenceStore } from '../../src/adapters/index/clickhouse-evidence-store.js';
+import { ClickHousePipelineStore } from '../../src/adapters/index/clickhouse-pipeline-store.js';
+import { dateTime64Text, toPendingRecord } from '../../src/adapters/index/clickhouse-record-index.js';
+import { bootstrapSql, buildSql, migrations } from '../../src/adapters/index/sql.js';
+import { formBatch } from '../../src/domain/pipeline/batch-formation.js';
+import type { AcceptedRecord } from '../../src/domain/records/types.js';
+import type { StoredRecord } from '../../src/domain/verification/ports.js';
+import { setLogLevel } from '../../src/util/logger.js';
+
+/**
+ * record_lookup: every record by (tenant, collection, recordId) with its leaf in one row, written
+ * by the indexer (through the materialized view on records) and again, with the leaf, by the
+ * pipeline; and its back-fill when a data directory made before it is upgraded.
+ */
+
+setLogLevel('silent');
+
+const root = mkdtempSync(join(tmpdir(), 'dris-record-lookup-'));
+const path = join(root, 'clickhouse');
+t.teardown(() => {
+  rmSync(root, { recursive: true, force: true });
+});
+
+const hashing = new JsHashingBackend();
+const BASE_MS = Date.parse('2025-06-01T08:00:00.000Z');
+
+let seq = 0;
+function record(tenantId: string, over: Partial<AcceptedRecord> = {}): AcceptedRecord {
+  seq += 1;
+  const payload = JSON.stringify({ n: seq });
+  return {
+    hashScheme: 'dris-v1',
+    tenantId,
+    database: 'erp',
+    collection: 'invoices',
+    recordId: `inv-${seq}`,
+    recordVersion: '1',
+    operationType: 'upsert',
+    sourceTimestamp: null,
+    payloadHash: hashing.sha256Hex(Buffer.from(payload)),
+    salt: String(seq).padStart(32, '0'),
+    ingestId: `0000${String(BASE_MS + seq).padStart(14, '0')}${String(seq).padStart(8, '0')}`,
+    clientId: 'app',
+    keyId: 'key',
+    recordHash: hashing.sha256Hex(Buffer.from(`record ${seq}`)),
+    acceptedAt: new Date(BASE_MS + seq).toISOString(),
+    payload,
+    idempotencyKey: null,
+    correlationId: `corr-${seq}`,
+    ...over,
+  };
+}
+
+/** What a look-up answers about a record's place in its batch. */
+function leafOf(found: readonly StoredRecord[]): [string | null, string | null, number | null, number | null, number][] {
+  return found.map((r) => [r.snapshotId, r.batchId, r.leafIndex, r.treeSize, r.merkleProof.length]);
+}
+
+const index = new ChdbIndex({ path });
+const raw = new ChdbSqlRunner(path, 30_000);
+t.teardown(async () => {
+  await raw.close();
+  await index.close();
+});
+
+void t.test('record_lookup: key order, small granules, compact parts; fed by a view on records', async (t) => {
+  await index.migrate();
+  const [table] = await raw.query<{ engine: string; sorting_key: string; primary_key: string; create_table_query: string }>(
+    `SELECT engine, sorting_key, primary_key, create_table_query FROM system.tables WHERE database = 'dris' AND name = 'record_lookup'`,
+  );
+  t.equal(table?.engine, 'ReplacingMergeTree');
+  t.equal(table?.sorting_key, 'tenant_id, collection, record_id, database, record_version, ingest_id');
+  t.equal(table?.primary_key, 'tenant_id, collection, record_id');
+  t.match(table?.create_table_query, /index_granularity = 64/);
+  const [view] = await raw.query<{ engine: string }>(`SELECT engine FROM system.tables WHERE database = 'dris' AND name = 'record_lookup_from_records'`);
+  t.equal(view?.engine, 'MaterializedView');
+
+  const recs = [record('t-a'), record('t-a')];
+  await index.insertRecords(recs);
+  const parts = await raw.query<{ part_type: string }>(`SELECT DISTINCT part_type FROM system.parts WHERE database = 'dris' AND table = 'record_lookup' AND active`);
+  t.same(parts.map((p) => p.part_type), ['Compact']);
+  const rows = await raw.query<{ record_id: string; version: number | string; batch_id: string | null }>(
+    `SELECT record_id, version, batch_id FROM dris.record_lookup WHERE tenant_id = 't-a' ORDER BY record_id`,
+  );
+  t.same(
+    rows.map((r) => [r.record_id, Number(r.version), r.batch_id]),
+    recs.map((r) => [r.recordId, 1, null]),
+    'each indexed record has its row, version 1, no leaf yet',
+  );
+});
+
+void t.test('the batch write adds the leaf whichever of indexer and pipeline writes first', async (t) => {
+  const store = new ClickHousePipelineStore(index.runner, index.database);
+  const evidence = new ClickHouseEvidenceStore(index.runner, index.database);
+  const indexedFirst = record('t-b');
+  const batchedFirst = record('t-b');
+  await index.insertRecords([indexedFirst]);
+  const formed = formBatch([indexedFirst, batchedFirst], hashing, BASE_MS + 10_000);
+  await store.saveFormedBatches([formed]);
+  // The indexer, behind the accumulator, writes its row (version 1) after the leaf's.
+  await index.insertRecords([batchedFirst]);
+
+  for (const r of [indexedFirst, batchedFirst]) {
+    const leaf = formed.assignments.find((a) => a.ingestId === r.ingestId);
+    const found = await evidence.findRecord({ tenantId: 't-b', collection: 'invoices', recordId: r.recordId });
+    t.same(leafOf(found), [[leaf?.snapshotId, formed.batch.batchId, leaf?.leafIndex, 2, 1]]);
+    t.same(found[0]?.merkleProof, leaf?.proof);
+    t.equal(found[0]?.recordHash, r.recordHash);
+    t.equal(found[0]?.acceptedAtMs, Date.parse(r.acceptedAt));
+    t.equal(found[0]?.clientId, 'app');
+  }
+  const stored = await raw.query<{ n: number | string }>(`SELECT count() AS n FROM dris.record_lookup WHERE tenant_id = 't-b'`);
+  t.equal(Number(stored[0]?.n), 4, 'both versions of both rows are stored until a merge');
+
+  const trace = await store.traceRecord('t-b', { collection: 'invoices', recordId: batchedFirst.recordId });
+  t.same(
+    trace.map((x) => [x.ingestId, x.batchId, x.leafIndex]),
+    [[batchedFirst.ingestId, formed.batch.batchId, formed.assignments.find((a) => a.ingestId === batchedFirst.ingestId)?.leafIndex]],
+  );
+  t.ok((trace[0]?.indexedAtMs ?? 0) > 0);
+  await evidence.close();
+});
+
+void t.test('versions, filters and many look-ups in one query', async (t) => {
+  const evidence = new ClickHouseEvidenceStore(index.runner, index.database);
+  const v1 = record('t-c', { recordId: 'shared' });
+  const v2 = record('t-c', { recordId: 'shared', recordVersion: '2' });
+  const otherDb = record('t-c', { recordId: 'shared', database: 'crm' });
+  const otherCollection = record('t-c', { recordId: 'shared', collection: 'orders' });
+  const otherTenant = record('t-d', { recordId: 'shared' });
+  const many = Array.from({ length: 40 }, () => record('t-c'));
+  await index.insertRecords([v1, v2, otherDb, otherCollection, otherTenant, ...many]);
+
+  const ids = (found: readonly StoredRecord[]): string[] => found.map((r) => r.ingestId);
+  const before = evidence.lookupQueries;
+  const [all, byVersion, byDb, orders, tenantD, none, ...each] = await Promise.all([
+    evidence.findRecord({ tenantId: 't-c', collection: 'invoices', recordId: 'shared' }),
+    evidence.findRecord({ tenantId: 't-c', collection: 'invoices', recordId: 'shared', recordVersion: '2' }),
+    evidence.findRecord({ tenantId: 't-c', collection: 'invoices', recordId: 'shared', database: 'crm' }),
+    evidence.findRecord({ tenantId: 't-c', collection: 'orders', recordId: 'shared' }),
+    evidence.findRecord({ tenantId: 't-d', collection: 'invoices', recordId: 'shared' }),
+    evidence.findRecord({ tenantId: 't-c', collection: 'invoices', recordId: 'missing' }),
+    ...many.map((r) => evidence.findRecord({ tenantId: 't-c', collection: 'invoices', recordId: r.recordId })),
+  ]);
+  t.ok(evidence.lookupQueries - before <= 3, `look-ups coalesced into ${evidence.lookupQueries - before} queries`);
+  t.same(ids(all ?? []), [v1, v2, otherDb].map((r) => r.ingestId), 'oldest acceptance first');
+  t.same(ids(byVersion ?? []), [v2.ingestId]);
+  t.same(ids(byDb ?? []), [otherDb.ingestId]);
+  t.same(ids(orders ?? []), [otherCollection.ingestId]);
+  t.same(ids(tenantD ?? []), [otherTenant.ingestId]);
+  t.same(none, []);
+  t.same(each.map(ids), many.map((r) => [r.ingestId]));
+  await evidence.close();
+});
+
+void t.test('a data directory made before record_lookup: the upgrade back-fills it', async (t) => {
+  const db = 'dris_before';
+  const sql = buildSql(db);
+  // The schema as the previous version left it: migrations up to 9, with their bookkeeping.
+  for (const s of bootstrapSql(db)) await raw.exec(s);
+  for (const m of migrations(db).filter((m) => m.version <= 9)) {
+    await raw.exec(m.sql);
+    await raw.exec(sql.recordMigration, { version: m.version, name: m.name });
+  }
+  const [leafStored, rewritten, unbatched, batchedNotIndexed, reformed] = [record('t-u'), record('t-u'), record('t-u'), record('t-u'), record('t-u')];
+  // What the previous indexer wrote: record rows only.
+  await raw.insertJsonEachRow(`${db}.records`, [leafStored, rewritten, unbatched, reformed].map((r) => toPendingRecord(r).row));
+  const leafRow = (r: AcceptedRecord, batchId: string, leafIndex: number, version: number): object => ({
+    tenant_id: r.tenantId,
+    ingest_id: r.ingestId,
+    snapshot_id: `s-${batchId}`,
+    batch_id: batchId,
+    leaf_index: leafIndex,
+    tree_size: 4,
+    merkle_proof: [hashing.sha256Hex(Buffer.from(`${batchId}/${leafIndex}`))],
+    version,
+  });
+  // Leaves as the migration-9 pipeline stored them: one batch, one re-formed record (the later
+  // leaf wins), and one record batched before its indexer got to it.
+  await raw.insertJsonEachRow(`${db}.record_leaves`, [
+    leafRow(leafStored, 'b-9', 0, 100),
+    leafRow(batchedNotIndexed, 'b-9', 1, 100),
+    leafRow(reformed, 'b-orphan', 3, 100),
+    leafRow(reformed, 'b-9', 2, 200),
+  ]);
+  // A row rewritten with its leaf, as the pipeline did before record_leaves existed.
+  await raw.insertJsonEachRow(`${db}.records`, [
+    { ...toPendingRecord(rewritten).row, snapshot_id: 's-b-8', batch_id: 'b-8', leaf_index: 5, tree_size: 6, merkle_proof: ['ab'.repeat(32), 'cd'.repeat(32)], status: 'Batched', row_version: 2 + BASE_MS * 1000 },
+  ]);
+
+  // A second index on the same engine, as the next version opens the directory.
+  const upgraded = new ChdbIndex({ path, database: db });
+  t.teardown(() => upgraded.close());
+  await upgraded.migrate();
+  const versions = await raw.query<{ version: number | string }>(`SELECT version FROM ${db}.schema_migrations FINAL ORDER BY version`);
+  t.same(versions.map((v) => Number(v.version)), migrations(db).map((m) => m.version));
+  const evidence = new ClickHouseEvidenceStore(upgraded.runner, db);
+  const find = (r: AcceptedRecord): Promise<StoredRecord[]> => evidence.findRecord({ tenantId: 't-u', collection: 'invoices', recordId: r.recordId });
+  t.same(leafOf(await find(leafStored)), [['s-b-9', 'b-9', 0, 4, 1]], 'leaf from record_leaves');
+  t.same(leafOf(await find(rewritten)), [['s-b-8', 'b-8', 5, 6, 2]], "leaf from the record's own rewritten row");
+  t.same(leafOf(await find(unbatched)), [[null, null, null, null, 0]], 'not batched yet');
+  t.same(leafOf(await find(reformed)), [['s-b-9', 'b-9', 2, 4, 1]], 'the later leaf of a re-formed record');
+  t.same(await find(batchedNotIndexed), [], 'not indexed yet');
+  const envelope = (await find(rewritten))[0];
+  t.match(envelope, { ingestId: rewritten.ingestId, clientId: 'app', recordHash: rewritten.recordHash, acceptedAtMs: Date.parse(rewritten.acceptedAt) });
+  t.same(envelope?.envelope, { hashScheme: 'dris-v1', tenantId: 't-u', database: 'erp', collection: 'invoices', recordId: rewritten.recordId, recordVersion: '1', operationType: 'upsert', sourceTimestamp: null, payloadHash: rewritten.payloadHash, salt: rewritten.salt });
+
+  // Indexed after the upgrade: its look-up row has no leaf, which record_leaves supplies.
+  await upgraded.insertRecords([batchedNotIndexed]);
+  t.same(leafOf(await find(batchedNotIndexed)), [['s-b-9', 'b-9', 1, 4, 1]]);
+  const trace = await new ClickHousePipelineStore(upgraded.runner, db).traceRecord('t-u', { collection: 'invoices', recordId: batchedNotIndexed.recordId });
+  t.same(trace.map((x) => [x.batchId, x.leafIndex]), [['b-9', 1]]);
+
+  // A back-fill repeated (a crash before its bookkeeping row) changes no answer.
+  const backFill = migrations(db).find((m) => m.name === 'back-fill record_lookup');
+  if (backFill === undefined) throw new Error('no back-fill migration');
+  await raw.exec(backFill.sql);
+  t.same(leafOf(await find(leafStored)), [['s-b-9', 'b-9', 0, 4, 1]]);
+  t.same(leafOf(await find(reformed)), [['s-b-9', 'b-9', 2, 4, 1]]);
+  await upgraded.migrate();
+  t.equal((await raw.query(`SELECT version FROM ${db}.schema_migrations FINAL`)).length, migrations(db).length);
+  await evidence.close();
+});
+
+void t.test("the indexer's and the pipeline's rows of a record differ only in leaf and version", async (t) => {
+  const store = new ClickHousePipelineStore(index.runner, index.database);
+  const r = record('t-x', { sourceTimestamp: '2025-05-31T23:59:59+02:00', operationType: 'insert', recordVersion: '7' });
+  await index.insertRecords([r]);
+  await store.saveFormedBatches([formBatch([r], hashing, BASE_MS)]);
+  const rows = await raw.query<Record<string, unknown>>(`SELECT * EXCEPT (snapshot_id, batch_id, leaf_index, tree_size, merkle_proof, version) FROM dris.record_lookup WHERE tenant_id = 't-x' ORDER BY version`);
+  t.equal(rows.length, 2);
+  t.same(rows[0], rows[1]);
+  t.match(rows[0], { record_version: '7', operation_type: 'insert', source_timestamp: '2025-05-31T23:59:59+02:00', accepted_at: dateTime64Text(Date.parse(r.acceptedAt)) });
+});
