@@ -7,6 +7,9 @@ import type { AccessLevel } from '../domain/keys/types.js';
 import { componentLogger } from '../util/logger.js';
 import type { Reply, RequestContext, RequestHeaders, Router } from './router.js';
 
+/** uWS ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT (the typings list the option only without a host). */
+const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
+
 /**
  * The HTTP front: uWebSockets.js, one catch-all handler and our own router, so unknown routes
  * (404), wrong methods (405), content types (415), body limits (413), authentication (401/403),
@@ -87,10 +90,13 @@ export class UwsHttpServer {
     this.app.any('/*', (res, req) => this.onRequest(res, req));
   }
 
-  /** Resolves with the bound port (useful with port 0). */
+  /** Resolves with the bound port (useful with port 0); rejects when the port is taken. */
   listen(): Promise<number> {
     return new Promise((resolve, reject) => {
-      this.app.listen(this.options.host, this.options.port, (token) => {
+      // Exclusive: uWS otherwise sets SO_REUSEPORT, and a second instance on the same port would
+      // silently take half of the connections instead of failing to start.
+      const listen = this.app.listen.bind(this.app) as unknown as (host: string, port: number, options: number, cb: (token: uWS.us_listen_socket | false) => void) => void;
+      listen(this.options.host, this.options.port, LIBUS_LISTEN_EXCLUSIVE_PORT, (token) => {
         if (token === false) {
           reject(new DrisError('config_invalid', `cannot listen on ${this.options.host}:${this.options.port}`));
           return;
