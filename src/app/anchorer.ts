@@ -567,25 +567,14 @@ export class Anchorer {
   }
 
   /**
-   * Moves a Failed snapshot's batch back to be anchored: every snapshot of the batch goes to
-   * PendingAnchor and then Batched again (a batch is anchored as a whole).
+   * Moves a Failed snapshot's batch back to be anchored (`requeueFailedSnapshot`) and takes it up
+   * at once rather than at the next read of the store.
    */
   async retry(tenantId: string, snapshotId: string): Promise<Snapshot> {
-    const snap = await this.store.getSnapshot(tenantId, snapshotId);
-    if (snap === null) throw new DrisError('not_found', 'no such snapshot');
-    if (snap.status !== 'Failed') throw new DrisError('invalid_state', `the snapshot is ${snap.status}, not Failed`, { extra: { status: snap.status } });
-    const batch = await this.store.getBatch(snap.batchId);
-    if (batch === null) throw new DrisError('internal_error', 'snapshot without batch');
-    const at = Date.now();
-    const snapshots = await this.store.snapshotsOfBatch(batch.batchId);
-    await this.store.putSnapshots(
-      snapshots.map((s) => ({ ...s, status: 'PendingAnchor' })),
-      snapshots.map((s) => ({ snapshotId: s.snapshotId, tenantId: s.tenantId, state: 'PendingAnchor', atMs: at, reason: 'retry requested', attempt: 0 })),
-    );
-    await this.store.putBatch({ ...batch, status: 'Pending', attempts: 0, lastError: RETRY_REQUESTED });
-    this.notBefore.delete(batch.batchId);
+    const { snapshot, batchId } = await requeueFailedSnapshot(this.store, tenantId, snapshotId);
+    this.notBefore.delete(batchId);
     this.invalidate();
-    return { ...snap, status: 'PendingAnchor' };
+    return snapshot;
   }
 
   /**
@@ -648,4 +637,26 @@ export class Anchorer {
 /** What a manifest depends on besides its batch: the sequence and the previous batch's manifest. */
 function manifestKey(batchSeq: number, previous: Batch['previous']): string {
   return `${batchSeq}:${previous?.batchId ?? ''}:${previous?.cid ?? ''}`;
+}
+
+/**
+ * Sends a Failed snapshot's batch back to be anchored: every snapshot of the batch goes to
+ * PendingAnchor (and Batched again once the anchorer takes it up: a batch is anchored as a
+ * whole). It only writes the store, so any process may do it; the leading anchorer, wherever it
+ * runs, finds the batch Pending at its next read of the store (within `idleMs` when idle).
+ */
+export async function requeueFailedSnapshot(store: PipelineStore, tenantId: string, snapshotId: string): Promise<{ snapshot: Snapshot; batchId: string }> {
+  const snap = await store.getSnapshot(tenantId, snapshotId);
+  if (snap === null) throw new DrisError('not_found', 'no such snapshot');
+  if (snap.status !== 'Failed') throw new DrisError('invalid_state', `the snapshot is ${snap.status}, not Failed`, { extra: { status: snap.status } });
+  const batch = await store.getBatch(snap.batchId);
+  if (batch === null) throw new DrisError('internal_error', 'snapshot without batch');
+  const at = Date.now();
+  const snapshots = await store.snapshotsOfBatch(batch.batchId);
+  await store.putSnapshots(
+    snapshots.map((s) => ({ ...s, status: 'PendingAnchor' })),
+    snapshots.map((s) => ({ snapshotId: s.snapshotId, tenantId: s.tenantId, state: 'PendingAnchor', atMs: at, reason: 'retry requested', attempt: 0 })),
+  );
+  await store.putBatch({ ...batch, status: 'Pending', attempts: 0, lastError: RETRY_REQUESTED });
+  return { snapshot: { ...snap, status: 'PendingAnchor' }, batchId: batch.batchId };
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { DrisError, type FieldError } from '../errors/dris-error.js';
 import type { AuditLog } from '../domain/audit/ports.js';
 import { assertTenant } from '../app/authenticator.js';
-import type { Anchorer } from '../app/anchorer.js';
+import { requeueFailedSnapshot, type Anchorer } from '../app/anchorer.js';
 import type { PipelineStore } from '../domain/pipeline/ports.js';
 import type { Batch, Snapshot, SnapshotStatus } from '../domain/pipeline/types.js';
 import type { RequestContext, Route } from './router.js';
@@ -107,8 +107,8 @@ export function pipelineRoutes(deps: PipelineRouteDeps): Route[] {
       maxBodyBytes: deps.maxBodyBytes,
       handle: async (ctx) => {
         const s = await findSnapshot(ctx);
-        if (deps.anchorer === null) throw new DrisError('not_implemented', 'this process does not run the anchorer role');
-        const after = await deps.anchorer.retry(s.tenantId, s.snapshotId);
+        // A process without the anchorer role writes the request to the store, where the leader finds it.
+        const after = deps.anchorer === null ? (await requeueFailedSnapshot(deps.store, s.tenantId, s.snapshotId)).snapshot : await deps.anchorer.retry(s.tenantId, s.snapshotId);
         const p = principalOf(ctx);
         await deps.audit?.append([
           {

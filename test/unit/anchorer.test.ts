@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import t from 'tap';
 import { loadHashingBackend } from '../../src/adapters/hashing/select-backend.js';
-import { Anchorer } from '../../src/app/anchorer.js';
+import { Anchorer, requeueFailedSnapshot } from '../../src/app/anchorer.js';
 import { formBatch, type FormedBatch } from '../../src/domain/pipeline/batch-formation.js';
 import type { AnchorReceipt, AnchorRequest, Chain, ChainInfo, OnChainAnchor, Pinner, PipelineStore, RecordTrace, SnapshotQuery } from '../../src/domain/pipeline/ports.js';
 import type { Batch, BatchStatus, LifecycleEntry, Manifest, Snapshot } from '../../src/domain/pipeline/types.js';
@@ -259,4 +259,41 @@ void t.test('batches handed over are not read back from the store, nor anchored 
   t.equal(pendingReads, before, 'no read of pending batches while handed-over ones keep coming');
   t.equal(snapshotReads, 0, 'snapshots taken as handed over');
   t.same(chain.calls, [1, 2, 3, 4, 5, 6], 'one anchor per batch');
+});
+
+void t.test('a retry written to the store by a process without the anchorer is taken up by the leader', async (t) => {
+  const store = new MemoryStore();
+  const chain = new OrderedChain();
+  chain.release();
+  const [formed] = [formBatch(Array.from({ length: 3 }, (_, i) => record(90, i)), hashing, 1_700_000_000_090)];
+  if (formed === undefined) throw new Error('no batch');
+  await store.saveFormedBatches([formed]);
+  await store.putBatch({ ...formed.batch, status: 'Failed', attempts: 6, lastError: 'chain unreachable' });
+  const failed = formed.snapshots.map((s) => ({ ...s, status: 'Failed' as const }));
+  await store.putSnapshots(failed, []);
+  const snapshotId = failed[0]?.snapshotId ?? '';
+
+  const anchorer = new Anchorer(store, new MemoryPinner(), chain, hashing, { maxAttempts: 6, baseDelayMs: 30, maxDelayMs: 100, idleMs: 20 });
+  await anchorer.start();
+  t.teardown(() => anchorer.stop());
+
+  const { snapshot, batchId } = await requeueFailedSnapshot(store, 'acme', snapshotId);
+  t.equal(snapshot.status, 'PendingAnchor');
+  t.equal(batchId, formed.batch.batchId);
+  await until(() => store.batches.get(batchId)?.status === 'Anchored', 'the retried batch Anchored');
+  t.equal(store.snapshots.get(snapshotId)?.status, 'Anchored');
+  const states = store.lifecycle.filter((e) => e.snapshotId === snapshotId).map((e) => e.state);
+  t.same(states.slice(-3), ['PendingAnchor', 'Batched', 'Anchored'], 'sent back, taken up, anchored');
+
+  // Only a Failed snapshot can be sent back.
+  const again = await requeueFailedSnapshot(store, 'acme', snapshotId).then(
+    () => null,
+    (e: unknown) => e,
+  );
+  t.equal(again instanceof DrisError ? again.code : null, 'invalid_state');
+  const unknown = await requeueFailedSnapshot(store, 'acme', 'nope').then(
+    () => null,
+    (e: unknown) => e,
+  );
+  t.equal(unknown instanceof DrisError ? unknown.code : null, 'not_found');
 });
