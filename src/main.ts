@@ -122,6 +122,10 @@ async function openPipeline(cfg: Config): Promise<Pipeline> {
   const c = cfg.chain;
   const common = {
     confirmations: c.confirmations,
+    replaceAfterMs: c.replaceAfterMs,
+    feeBumpPercent: c.feeBumpPercent,
+    minPriorityFeeWei: c.minPriorityFeeWei,
+    txTimeoutMs: c.txTimeoutMs,
     ...(c.explorerAddressUrl !== undefined ? { explorerAddressUrl: c.explorerAddressUrl } : {}),
     ...(c.explorerTxUrl !== undefined ? { explorerTxUrl: c.explorerTxUrl } : {}),
   };
@@ -138,11 +142,19 @@ async function openPipeline(cfg: Config): Promise<Pipeline> {
         chainId: c.chainId ?? 31337,
         signer,
         ...(c.contractAddress !== undefined ? { contractAddress: c.contractAddress } : {}),
+        ...(c.publicRpcUrl !== undefined ? { publicRpcUrl: c.publicRpcUrl } : {}),
       });
       closers.push(() => chain.close());
     } else {
       const { startEmbeddedChain } = await import('./adapters/chain/embedded-chain.js');
-      const embedded = await startEmbeddedChain({ ...common, dataDir: cfg.dataDir, stateIntervalSec: c.anvilStateIntervalSec, ...(c.chainId !== undefined ? { chainId: c.chainId } : {}) });
+      const embedded = await startEmbeddedChain({
+        ...common,
+        dataDir: cfg.dataDir,
+        stateIntervalSec: c.anvilStateIntervalSec,
+        ...(c.chainId !== undefined ? { chainId: c.chainId } : {}),
+        ...(c.anvilPort !== undefined ? { port: c.anvilPort } : {}),
+        ...(c.anvilBin !== undefined ? { binaryPath: c.anvilBin } : {}),
+      });
       chain = embedded.chain;
       closers.push(() => embedded.close());
     }

@@ -21,6 +21,8 @@ const USAGE = `usage:
   dris keys list [--tenant T]
   dris keys revoke <keyId>
   dris keys rotate <keyId> [--grace-seconds N]
+  dris chain deploy [--anchorer ADDRESS]
+                                  deploy the anchor contract on EVM_RPC_URL (dris chain --help)
   dris verify <receipt.json> --rpc URL [--payload FILE] [--ipfs-gateway URL] [--json] [--timeout-ms N]
                                   check a receipt without the service (dris verify --help)
 options of keys commands:
@@ -188,6 +190,11 @@ async function mainCli(argv: string[]): Promise<void> {
       return keys(rest);
     case 'migrate':
       return migrate();
+    case 'chain': {
+      const { chainCommand } = await import('./chain-command.js');
+      process.exitCode = await chainCommand(rest);
+      return;
+    }
     case 'verify': {
       const { verifyCommand } = await import('./verify-command.js');
       process.exitCode = await verifyCommand(rest);

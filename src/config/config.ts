@@ -53,6 +53,20 @@ export interface ChainConfig {
   readonly explorerTxUrl?: string;
   /** Seconds between state dumps of the embedded anvil node: what a SIGKILL of it can lose. */
   readonly anvilStateIntervalSec: number;
+  /** RPC URL the health answer reports for independent checks (external chain). */
+  readonly publicRpcUrl?: string;
+  /** A transaction not mined after this long is replaced with higher fees, milliseconds. */
+  readonly replaceAfterMs: number;
+  /** Percent added to both fee caps per replacement (at least 12.5). */
+  readonly feeBumpPercent: number;
+  /** Floor of maxPriorityFeePerGas, wei. */
+  readonly minPriorityFeeWei: bigint;
+  /** An anchor transaction is given up after this long from its first broadcast, milliseconds. */
+  readonly txTimeoutMs: number;
+  /** Loopback port of the embedded anvil node; a free one when unset. */
+  readonly anvilPort?: number;
+  /** Another anvil binary for the embedded node. */
+  readonly anvilBin?: string;
 }
 
 export interface AnchorRetryConfig {
@@ -209,10 +223,33 @@ function parseRoles(r: Reader): Role[] {
   return roles;
 }
 
-function withOptional<T extends object>(base: T, extras: Record<string, string | undefined>): T {
+function withOptional<T extends object>(base: T, extras: Record<string, string | number | undefined>): T {
   const out: Record<string, unknown> = { ...(base as Record<string, unknown>) };
   for (const [k, v] of Object.entries(extras)) if (v !== undefined) out[k] = v;
   return out as T;
+}
+
+/** DRIS_CHAIN_FEE_BUMP_PERCENT: a decimal of at least 12.5 (nodes refuse smaller replacements). */
+function feeBumpPercent(r: Reader): number {
+  const raw = r.str('DRIS_CHAIN_FEE_BUMP_PERCENT');
+  if (raw === undefined) return 12.5;
+  const v = Number(raw);
+  if (!/^\d+(\.\d+)?$/.test(raw) || !(v >= 12.5 && v <= 1000)) {
+    r.problems.push({ path: 'DRIS_CHAIN_FEE_BUMP_PERCENT', code: 'out_of_range', message: 'must be a number from 12.5 to 1000' });
+    return 12.5;
+  }
+  return v;
+}
+
+/** DRIS_CHAIN_MIN_PRIORITY_FEE_WEI: a non-negative integer, wei (beyond the safe-integer range). */
+function minPriorityFeeWei(r: Reader): bigint {
+  const raw = r.str('DRIS_CHAIN_MIN_PRIORITY_FEE_WEI');
+  if (raw === undefined) return 1_000_000n;
+  if (!/^\d{1,30}$/.test(raw)) {
+    r.problems.push({ path: 'DRIS_CHAIN_MIN_PRIORITY_FEE_WEI', code: 'invalid_format', message: 'must be a whole number of wei' });
+    return 1_000_000n;
+  }
+  return BigInt(raw);
 }
 
 /** Reads and validates the configuration; throws DrisError('config_invalid') listing every problem. */
@@ -247,8 +284,18 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
 
   const chainIdRaw = r.str('DRIS_CHAIN_ID');
   const chain = withOptional(
-    { confirmations: r.int('DRIS_CONFIRMATIONS', 1, 0, 1000), anvilStateIntervalSec: r.int('DRIS_ANVIL_STATE_INTERVAL_S', 1, 1, 86_400) } as ChainConfig,
     {
+      confirmations: r.int('DRIS_CONFIRMATIONS', 1, 0, 1000),
+      anvilStateIntervalSec: r.int('DRIS_ANVIL_STATE_INTERVAL_S', 1, 1, 86_400),
+      replaceAfterMs: r.int('DRIS_CHAIN_REPLACE_AFTER_MS', 30_000, 1000, 86_400_000),
+      feeBumpPercent: feeBumpPercent(r),
+      minPriorityFeeWei: minPriorityFeeWei(r),
+      txTimeoutMs: r.int('DRIS_CHAIN_TX_TIMEOUT_MS', 600_000, 10_000, 86_400_000),
+    } as ChainConfig,
+    {
+      publicRpcUrl: r.url('DRIS_PUBLIC_RPC_URL', ['http:', 'https:']),
+      anvilPort: r.str('DRIS_ANVIL_PORT') === undefined ? undefined : r.int('DRIS_ANVIL_PORT', 0, 1, 65535),
+      anvilBin: r.str('DRIS_ANVIL_BIN'),
       rpcUrl: evmRpcUrl,
       anchorerKey: r.str('DRIS_ANCHORER_KEY'),
       keystoreFile: r.str('DRIS_ANCHORER_KEYSTORE'),

@@ -59,3 +59,50 @@ t.test('every problem is reported at once, by variable', async (t) => {
     ]);
   }
 });
+
+t.test('chain transaction and embedded node settings', async (t) => {
+  const d = loadConfig({}, '/srv').chain;
+  t.equal(d.replaceAfterMs, 30_000);
+  t.equal(d.feeBumpPercent, 12.5);
+  t.equal(d.minPriorityFeeWei, 1_000_000n);
+  t.equal(d.txTimeoutMs, 600_000);
+  t.equal(d.publicRpcUrl, undefined);
+  t.equal(d.anvilPort, undefined);
+  t.equal(d.anvilBin, undefined);
+
+  const c = loadConfig(
+    {
+      DRIS_CHAIN_REPLACE_AFTER_MS: '5000',
+      DRIS_CHAIN_FEE_BUMP_PERCENT: '20.5',
+      DRIS_CHAIN_MIN_PRIORITY_FEE_WEI: '100000000000000000000',
+      DRIS_CHAIN_TX_TIMEOUT_MS: '60000',
+      DRIS_PUBLIC_RPC_URL: 'https://rpc.example.org',
+      DRIS_ANVIL_PORT: '18545',
+      DRIS_ANVIL_BIN: '/opt/anvil',
+    },
+    '/srv',
+  ).chain;
+  t.equal(c.replaceAfterMs, 5000);
+  t.equal(c.feeBumpPercent, 20.5);
+  t.equal(c.minPriorityFeeWei, 100_000_000_000_000_000_000n);
+  t.equal(c.txTimeoutMs, 60_000);
+  t.equal(c.publicRpcUrl, 'https://rpc.example.org');
+  t.equal(c.anvilPort, 18_545);
+  t.equal(c.anvilBin, '/opt/anvil');
+
+  try {
+    loadConfig({ DRIS_CHAIN_FEE_BUMP_PERCENT: '10', DRIS_CHAIN_MIN_PRIORITY_FEE_WEI: '-1', DRIS_ANVIL_PORT: '70000', DRIS_PUBLIC_RPC_URL: 'ftp://x' }, '/srv');
+    t.fail('should throw');
+  } catch (err) {
+    t.ok(err instanceof DrisError);
+    t.same(
+      (err as DrisError).fields.map((f) => [f.path, f.code]).sort(),
+      [
+        ['DRIS_ANVIL_PORT', 'out_of_range'],
+        ['DRIS_CHAIN_FEE_BUMP_PERCENT', 'out_of_range'],
+        ['DRIS_CHAIN_MIN_PRIORITY_FEE_WEI', 'invalid_format'],
+        ['DRIS_PUBLIC_RPC_URL', 'invalid_url'],
+      ],
+    );
+  }
+});

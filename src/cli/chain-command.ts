@@ -1,0 +1,59 @@
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../config/config.js';
+import { DrisError } from '../errors/dris-error.js';
+
+export const CHAIN_USAGE = `usage:
+  dris chain deploy [--anchorer ADDRESS]
+      deploys the DrisAnchor contract on the external chain of EVM_RPC_URL (DRIS_CHAIN_ID, default
+      31337), signed with DRIS_ANCHORER_KEY or DRIS_ANCHORER_KEYSTORE (+ _PASSWORD), which becomes
+      the contract's owner. The anchorer is --anchorer, else the signer. Waits for DRIS_CONFIRMATIONS
+      and prints the deployment as JSON; set DRIS_CONTRACT_ADDRESS to its contractAddress.`;
+
+/**
+ * `dris chain deploy`: the contract for an external chain, with the service's own chain settings
+ * (the embedded chain deploys its contract itself on first start). Returns the exit code.
+ */
+export async function chainCommand(args: readonly string[], out: (text: string) => void = (t) => process.stdout.write(t)): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: [...args], allowPositionals: true, options: { anchorer: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+  } catch (err) {
+    const code = (err as { code?: unknown } | null)?.code;
+    if (err instanceof TypeError && typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`dris: ${err.message.split('. ')[0] ?? err.message}\n${CHAIN_USAGE}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  const { values, positionals } = parsed;
+  if (values.help === true) {
+    out(`${CHAIN_USAGE}\n`);
+    return 0;
+  }
+  if (positionals.length !== 1 || positionals[0] !== 'deploy') {
+    process.stderr.write(`${CHAIN_USAGE}\n`);
+    return 2;
+  }
+  const cfg = loadConfig();
+  const c = cfg.chain;
+  if (c.rpcUrl === undefined) {
+    throw new DrisError('config_invalid', 'dris chain deploy needs EVM_RPC_URL (the embedded chain deploys its contract on first start)');
+  }
+  const { deployAnchorContract } = await import('../adapters/chain/ethers-chain.js');
+  const signer = c.anchorerKey !== undefined ? { privateKey: c.anchorerKey } : { keystorePath: c.keystoreFile ?? '', keystorePassword: c.keystorePassword ?? '' };
+  const d = await deployAnchorContract({
+    rpcUrl: c.rpcUrl,
+    chainId: c.chainId ?? 31337,
+    signer,
+    confirmations: c.confirmations,
+    ...(values.anchorer === undefined ? {} : { anchorerAddress: values.anchorer }),
+  });
+  out(
+    `${JSON.stringify(
+      { contractAddress: d.address, chainId: d.chainId, txHash: d.txHash, blockNumber: d.blockNumber, owner: d.deployer, anchorer: d.anchorer },
+      null,
+      2,
+    )}\n`,
+  );
+  return 0;
+}
