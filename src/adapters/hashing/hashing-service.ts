@@ -6,12 +6,13 @@ import { loadHashingBackend, type BackendAttempt, type HashBackendChoice } from 
 
 /**
  * Bodies below this size hash inline on the calling thread, above it in the pool. Set where inline
- * hashing costs about one pool round trip (~150-250 µs measured by bench/hash-bench on the 2-core
+ * hashing costs about one pool round trip (~120-150 µs measured by bench/hash-bench on the 2-core
  * machine): below, the pool only adds latency; above, the work is worth moving off the event
- * loop. Native hashes ~4x faster inline, so its crossover is ~4x higher. See docs/hashing.md.
+ * loop. Native prepares a body ~8x faster than js inline, so its crossover is higher. See
+ * docs/hashing.md.
  */
 export const DEFAULT_INLINE_THRESHOLD_BYTES: Readonly<Record<HashBackendName, number>> = {
-  native: 64 * 1024,
+  native: 128 * 1024,
   wasm: 16 * 1024,
   js: 16 * 1024,
 };
