@@ -78,13 +78,16 @@ export class Router {
     });
   }
 
+  /** HEAD is answered by the GET route of the path (the server sends the headers only). */
   match(method: string, path: string): Match {
+    const wanted = method === 'HEAD' ? 'GET' : method;
     const allow: string[] = [];
     for (const c of this.compiled) {
       const m = c.re.exec(path);
       if (m === null) continue;
-      if (c.route.method !== method) {
+      if (c.route.method !== wanted) {
         allow.push(c.route.method);
+        if (c.route.method === 'GET') allow.push('HEAD');
         continue;
       }
       const params: Record<string, string> = {};

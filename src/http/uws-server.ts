@@ -131,7 +131,7 @@ export class UwsHttpServer {
     // Read from the socket only when something needs it (an unauthenticated caller's rate bucket).
     let remote: string | undefined;
     const remoteAddress = (): string => (remote ??= Buffer.from(res.getRemoteAddressAsText()).toString());
-    const state = { aborted: false };
+    const state = { aborted: false, head: method === 'HEAD' };
     res.onAborted(() => {
       state.aborted = true;
     });
@@ -292,7 +292,7 @@ export class UwsHttpServer {
     return { status: reply.status, headers, contentType: reply.contentType ?? 'application/json', body: JSON.stringify(reply.body) };
   }
 
-  private finishError(res: uWS.HttpResponse, state: { aborted: boolean }, base: { correlationId: string; headers: Record<string, string> }, err: unknown): void {
+  private finishError(res: uWS.HttpResponse, state: { aborted: boolean; head: boolean }, base: { correlationId: string; headers: Record<string, string> }, err: unknown): void {
     const e = toDrisError(err);
     if (e.status >= 500) this.log.error({ err: e.cause ?? e, code: e.code, correlationId: base.correlationId }, 'request failed');
     this.write(
@@ -305,7 +305,7 @@ export class UwsHttpServer {
   }
 
   /** `a.headers` win over `base` (the rate-limit headers every /api/v1 answer carries). */
-  private write(res: uWS.HttpResponse, state: { aborted: boolean }, correlationId: string, a: Answer, base: Readonly<Record<string, string>>): void {
+  private write(res: uWS.HttpResponse, state: { aborted: boolean; head: boolean }, correlationId: string, a: Answer, base: Readonly<Record<string, string>>): void {
     if (state.aborted) return;
     // One writeHeader call for all of them: each call crosses into native code, and five of them
     // cost more than the rest of a small answer. uWS writes `name: value\r\n` as given, so the
@@ -316,7 +316,9 @@ export class UwsHttpServer {
     res.cork(() => {
       res.writeStatus(STATUS_LINE[a.status] ?? `${a.status} Status`);
       res.writeHeader('Content-Type', block);
-      res.end(a.body);
+      // A HEAD answer carries the length its GET body would have, and no body.
+      if (state.head) res.endWithoutBody(typeof a.body === 'string' ? Buffer.byteLength(a.body) : a.body.byteLength);
+      else res.end(a.body);
     });
   }
 }

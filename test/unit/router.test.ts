@@ -19,8 +19,10 @@ t.test('matches methods, paths and parameters', async (t) => {
 });
 
 t.test('405 lists allowed methods, 404 otherwise', async (t) => {
-  t.same(router.match('DELETE', '/api/v1/records'), { kind: 'method_not_allowed', allow: ['POST', 'GET'] });
+  t.same(router.match('DELETE', '/api/v1/records'), { kind: 'method_not_allowed', allow: ['POST', 'GET', 'HEAD'] });
   t.same(router.match('GET', '/api/v1/records/bulk'), { kind: 'method_not_allowed', allow: ['POST'] });
   t.same(router.match('GET', '/api/v1/nothing'), { kind: 'not_found' });
+  t.match(router.match('HEAD', '/api/v1/snapshots/abc'), { kind: 'found', route: { operationId: 'GetSnapshot' } }, 'HEAD takes the GET route');
+  t.same(router.match('HEAD', '/api/v1/records/bulk'), { kind: 'method_not_allowed', allow: ['POST'] });
   t.same(router.match('GET', '/api/v1/snapshots/%E0%A4%A'), { kind: 'not_found' }, 'undecodable parameter');
 });
