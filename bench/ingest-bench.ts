@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createKey, startService, type ServiceHandle } from '../test/harness/service.js';
 import { startNats, startRedis } from '../test/harness/servers.js';
+import { arg } from './args.js';
 
 /**
  * bench:ingest — POST /api/v1/records with a 1 KiB payload (keep-alive, 64 connections), bulk
@@ -41,11 +42,6 @@ done = function(summary, latency, requests)
     summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), e.connect + e.read + e.write + e.timeout, e.status))
 end
 `;
-
-function arg(name: string, def: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? (process.argv[i + 1] ?? def) : def;
-}
 
 const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 const pin = (cpu: string, cmd: string[]): string[] => (hasTaskset ? ['taskset', '-c', cpu, ...cmd] : cmd);

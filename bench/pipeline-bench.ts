@@ -1,5 +1,6 @@
 import { createKey, request, startService, type ServiceHandle } from '../test/harness/service.js';
 import { anchorContract, chainOf } from '../test/harness/pipeline.js';
+import { num } from './args.js';
 
 /**
  * bench:pipeline — the real service on the embedded default (queue, chDB, IPFS blockstore, anvil),
@@ -15,17 +16,6 @@ import { anchorContract, chainOf } from '../test/harness/pipeline.js';
  * topped up at the end to a multiple of DRIS_BATCH_MAX_RECORDS, so every batch closes on its size
  * and none waits for the 60 s timer; set --max-wait-ms to change that timer.
  */
-
-function arg(name: string, def: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? (process.argv[i + 1] ?? def) : def;
-}
-
-function num(name: string, def: number): number {
-  const v = Number(arg(name, String(def)));
-  if (!Number.isFinite(v) || v <= 0) throw new Error(`--${name} must be a positive number`);
-  return v;
-}
 
 const BATCH_RECORDS = 1000;
 /** Snapshots per listing page: each poll re-reads at most the last page. */

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { setLogLevel } from '../src/util/logger.js';
 import { createKey, request, startService, type ServiceHandle } from '../test/harness/service.js';
 import { loadAnchoredRecords } from './anchored-loader.js';
+import { arg, num } from './args.js';
 
 /**
  * bench:verify — POST /api/v1/verify/record in stored-hash mode (no payload, no batchId) against
@@ -35,17 +36,6 @@ const recordId = (i: number): string => `inv-${i}`;
 const MARKER = 'verify-bench.json';
 /** Written first by a load: a directory holding it but no marker was left half-loaded. */
 const LOADING = 'verify-bench.loading';
-
-function arg(name: string, def: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? (process.argv[i + 1] ?? def) : def;
-}
-
-function num(name: string, def: number): number {
-  const v = Number(arg(name, String(def)));
-  if (!Number.isFinite(v) || v <= 0) throw new Error(`--${name} must be a positive number`);
-  return v;
-}
 
 interface Marker {
   readonly records: number;

@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describeConfig, type Config } from './config/config.js';
+import { anchorerKeySource, describeConfig, type Config } from './config/config.js';
 import { DrisError } from './errors/dris-error.js';
 import type { RecordQueue } from './domain/records/ports.js';
 import type { ClickHouseRecordIndex } from './adapters/index/clickhouse-record-index.js';
@@ -132,15 +132,11 @@ async function openPipeline(cfg: Config): Promise<Pipeline> {
   try {
     if (c.rpcUrl !== undefined) {
       const { EthersChain } = await import('./adapters/chain/ethers-chain.js');
-      const signer =
-        c.anchorerKey !== undefined
-          ? { privateKey: c.anchorerKey }
-          : { keystorePath: c.keystoreFile ?? '', keystorePassword: c.keystorePassword ?? '' };
       chain = await EthersChain.connect({
         ...common,
         rpcUrl: c.rpcUrl,
         chainId: c.chainId ?? 31337,
-        signer,
+        signer: anchorerKeySource(c),
         ...(c.contractAddress !== undefined ? { contractAddress: c.contractAddress } : {}),
         ...(c.publicRpcUrl !== undefined ? { publicRpcUrl: c.publicRpcUrl } : {}),
       });

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../config/config.js';
+import { anchorerKeySource, loadConfig } from '../config/config.js';
 import { DrisError } from '../errors/dris-error.js';
+import { parseArgsRefusal } from './arg-errors.js';
 
 export const CHAIN_USAGE = `usage:
   dris chain deploy [--anchorer ADDRESS]
@@ -18,9 +19,9 @@ export async function chainCommand(args: readonly string[], out: (text: string) 
   try {
     parsed = parseArgs({ args: [...args], allowPositionals: true, options: { anchorer: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
   } catch (err) {
-    const code = (err as { code?: unknown } | null)?.code;
-    if (err instanceof TypeError && typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')) {
-      process.stderr.write(`dris: ${err.message.split('. ')[0] ?? err.message}\n${CHAIN_USAGE}\n`);
+    const refusal = parseArgsRefusal(err);
+    if (refusal !== undefined) {
+      process.stderr.write(`dris: ${refusal}\n${CHAIN_USAGE}\n`);
       return 2;
     }
     throw err;
@@ -40,11 +41,10 @@ export async function chainCommand(args: readonly string[], out: (text: string) 
     throw new DrisError('config_invalid', 'dris chain deploy needs EVM_RPC_URL (the embedded chain deploys its contract on first start)');
   }
   const { deployAnchorContract } = await import('../adapters/chain/ethers-chain.js');
-  const signer = c.anchorerKey !== undefined ? { privateKey: c.anchorerKey } : { keystorePath: c.keystoreFile ?? '', keystorePassword: c.keystorePassword ?? '' };
   const d = await deployAnchorContract({
     rpcUrl: c.rpcUrl,
     chainId: c.chainId ?? 31337,
-    signer,
+    signer: anchorerKeySource(c),
     confirmations: c.confirmations,
     ...(values.anchorer === undefined ? {} : { anchorerAddress: values.anchorer }),
   });

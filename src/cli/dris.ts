@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/config.js';
+import { parseArgsRefusal } from './arg-errors.js';
 import type { DrisError } from '../errors/dris-error.js';
 import { isDrisError } from '../errors/dris-error.js';
 import { setLogLevel } from '../util/logger.js';
@@ -116,10 +117,8 @@ async function call(target: { url: string; token: string }, method: string, rout
 
 /** parseArgs's refusals (unknown or incomplete options) answered with the usage, exit 2; anything else rethrown. */
 function usageOnArgError(err: unknown): never {
-  const code = (err as { code?: unknown } | null)?.code;
-  if (err instanceof TypeError && typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')) {
-    fail(`dris: ${err.message.split('. ')[0] ?? err.message}\n${USAGE}`);
-  }
+  const refusal = parseArgsRefusal(err);
+  if (refusal !== undefined) fail(`dris: ${refusal}\n${USAGE}`);
   throw err;
 }
 

@@ -229,6 +229,11 @@ function withOptional<T extends object>(base: T, extras: Record<string, string |
   return out as T;
 }
 
+/** Where the anchorer's signing key comes from: the raw key, else the keystore file and its password. */
+export function anchorerKeySource(c: ChainConfig): { readonly privateKey: string } | { readonly keystorePath: string; readonly keystorePassword: string } {
+  return c.anchorerKey !== undefined ? { privateKey: c.anchorerKey } : { keystorePath: c.keystoreFile ?? '', keystorePassword: c.keystorePassword ?? '' };
+}
+
 /** DRIS_CHAIN_FEE_BUMP_PERCENT: a decimal of at least 12.5 (nodes refuse smaller replacements). */
 function feeBumpPercent(r: Reader): number {
   const raw = r.str('DRIS_CHAIN_FEE_BUMP_PERCENT');

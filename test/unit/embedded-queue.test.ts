@@ -4,29 +4,9 @@ import path from 'node:path';
 import t from 'tap';
 import { EmbeddedQueue } from '../../src/adapters/queue/embedded-queue.js';
 import type { Delivery } from '../../src/domain/records/ports.js';
-import { queued, type QueuedRecord } from '../harness/records.js';
+import { queued, sampleRecord, type QueuedRecord } from '../harness/records.js';
 
-const rec = (i: number): QueuedRecord =>
-  queued({
-    hashScheme: 'dris-v1',
-    tenantId: 't',
-    database: 'd',
-    collection: 'c',
-    recordId: `r${i}`,
-    recordVersion: '1',
-    operationType: 'upsert',
-    sourceTimestamp: null,
-    payloadHash: 'p'.repeat(64),
-    salt: 's'.repeat(32),
-    ingestId: `id-${i}`,
-    clientId: 'c',
-    keyId: 'k',
-    recordHash: 'h'.repeat(64),
-    acceptedAt: new Date(0).toISOString(),
-    payload: '{}',
-    idempotencyKey: null,
-    correlationId: 'x',
-  });
+const rec = (i: number): QueuedRecord => queued(sampleRecord(i));
 
 const opts = { consumer: 'indexer', maxBatch: 50, maxInFlight: 100, ackWaitMs: 60_000 };
 

@@ -3,27 +3,9 @@ import { Indexer, type IndexerOptions } from '../../src/app/indexer.js';
 import type { AuditEvent, AuditLog } from '../../src/domain/audit/ports.js';
 import type { ConsumeOptions, Delivery, RecordIndex, RecordQueue, Subscription } from '../../src/domain/records/ports.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
+import { sampleRecord } from '../harness/records.js';
 
-const rec = (i: number): AcceptedRecord => ({
-  hashScheme: 'dris-v1',
-  tenantId: 't',
-  database: 'd',
-  collection: 'c',
-  recordId: `r${i}`,
-  recordVersion: '1',
-  operationType: 'upsert',
-  sourceTimestamp: null,
-  payloadHash: 'p'.repeat(64),
-  salt: 's'.repeat(32),
-  ingestId: `id-${i}`,
-  clientId: 'c',
-  keyId: 'k',
-  recordHash: 'h'.repeat(64),
-  acceptedAt: new Date(0).toISOString(),
-  payload: '{}',
-  idempotencyKey: null,
-  correlationId: 'x',
-});
+const rec = sampleRecord;
 
 interface FakeDelivery extends Delivery {
   acked: boolean;
