@@ -105,7 +105,7 @@ void t.test('migrate is idempotent and records each version once', async (t) => 
   await index.migrate();
   await index.migrate();
   const versions = await raw.query<{ version: number | string }>('SELECT version FROM dris.schema_migrations ORDER BY version');
-  t.same(versions.map((v) => Number(v.version)), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
+  t.same(versions.map((v) => Number(v.version)), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
   const tables = await raw.query<{ name: string }>(
     `SELECT name FROM system.tables WHERE database = 'dris' ORDER BY name`,
   );
@@ -113,9 +113,11 @@ void t.test('migrate is idempotent and records each version once', async (t) => 
     'api_keys',
     'audit_events',
     'batches',
+    'record_evidence',
+    'record_evidence_from_lookup',
+    'record_evidence_from_records',
     'record_leaves',
     'record_lookup',
-    'record_lookup_from_records',
     'records',
     'retrieval_policies',
     'schema_migrations',
@@ -124,7 +126,7 @@ void t.test('migrate is idempotent and records each version once', async (t) => 
     'verifications',
   ]);
   const engines = await raw.query<{ name: string; engine: string; sorting_key: string }>(
-    `SELECT name, engine, sorting_key FROM system.tables WHERE database = 'dris' AND name IN ('records', 'record_leaves', 'record_lookup', 'api_keys', 'audit_events')`,
+    `SELECT name, engine, sorting_key FROM system.tables WHERE database = 'dris' AND name IN ('records', 'record_leaves', 'record_lookup', 'record_evidence', 'api_keys', 'audit_events')`,
   );
   t.same(
     Object.fromEntries(engines.map((e) => [e.name, [e.engine, e.sorting_key]])),
@@ -132,6 +134,7 @@ void t.test('migrate is idempotent and records each version once', async (t) => 
       records: ['ReplacingMergeTree', 'tenant_id, accepted_at, ingest_id'],
       record_leaves: ['ReplacingMergeTree', 'tenant_id, ingest_id'],
       record_lookup: ['ReplacingMergeTree', 'tenant_id, collection, record_id, database, record_version, ingest_id'],
+      record_evidence: ['ReplacingMergeTree', 'tenant_id, collection, record_id, database, record_version, ingest_id'],
       api_keys: ['ReplacingMergeTree', 'key_id'],
       audit_events: ['MergeTree', 'tenant_id, at, event_id'],
     },
@@ -140,11 +143,12 @@ void t.test('migrate is idempotent and records each version once', async (t) => 
     `SELECT name, create_table_query FROM system.tables WHERE database = 'dris' AND name IN ('verifications', 'audit_events') ORDER BY name`,
   );
   t.same(
-    settings.map((r) => [r.name, /merge_selector_base = 10/.test(r.create_table_query)]),
+    settings.map((r) => [r.name, /merge_selector_base = 10/.test(r.create_table_query), /fsync_after_insert = 1/.test(r.create_table_query)]),
     [
-      ['audit_events', true],
-      ['verifications', true],
+      ['audit_events', true, true],
+      ['verifications', true, true],
     ],
+    'without a journal, their inserts fsync',
   );
 });
 

@@ -50,6 +50,17 @@ function entry(i: number): VerificationHistoryEntry {
 t.test('audit and history appends go through the journal and read back at once', async (t) => {
   const index = new ChdbIndex(options);
   await index.migrate();
+  // The journal makes their rows durable (it flushes the engine's file system), so their inserts skip it.
+  const settings = await index.runner.query<{ name: string; create_table_query: string }>(
+    `SELECT name, create_table_query FROM system.tables WHERE database = 'dris' AND name IN ('verifications', 'audit_events') ORDER BY name`,
+  );
+  t.same(
+    settings.map((r) => [r.name, /fsync_after_insert = 0, fsync_part_directory = 0/.test(r.create_table_query)]),
+    [
+      ['audit_events', true],
+      ['verifications', true],
+    ],
+  );
   const evidence = new ClickHouseEvidenceStore(index.runner, index.database, { history: index.appendSink('verifications', DEFAULT_HISTORY_WRITES) });
   await Promise.all(Array.from({ length: 300 }, (_, i) => Promise.all([index.append([event(i)]), evidence.append([entry(i)])])));
   t.equal(index.stats().auditInserts, 0, 'no insert of the index own writer');

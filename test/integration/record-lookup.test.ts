@@ -14,9 +14,10 @@ import type { StoredRecord } from '../../src/domain/verification/ports.js';
 import { setLogLevel } from '../../src/util/logger.js';
 
 /**
- * record_lookup: every record by (tenant, collection, recordId) with its leaf in one row, written
- * by the indexer (through the materialized view on records) and again, with the leaf, by the
- * pipeline; and its back-fill when a data directory made before it is upgraded.
+ * record_evidence (which superseded record_lookup): every record by (tenant, collection, recordId)
+ * with its leaf in one row, written by the indexer (through the materialized view on records) and
+ * again, with the leaf, by the pipeline; and the back-fills when an older data directory is
+ * upgraded.
  */
 
 setLogLevel('silent');
@@ -69,36 +70,84 @@ t.teardown(async () => {
   await index.close();
 });
 
-void t.test('record_lookup: key order, small granules, compact parts; fed by a view on records', async (t) => {
+void t.test('record_evidence: key order, small granules, compact parts, packed evidence; fed by a view on records', async (t) => {
   await index.migrate();
   const [table] = await raw.query<{ engine: string; sorting_key: string; primary_key: string; create_table_query: string }>(
-    `SELECT engine, sorting_key, primary_key, create_table_query FROM system.tables WHERE database = 'dris' AND name = 'record_lookup'`,
+    `SELECT engine, sorting_key, primary_key, create_table_query FROM system.tables WHERE database = 'dris' AND name = 'record_evidence'`,
   );
   t.equal(table?.engine, 'ReplacingMergeTree');
   t.equal(table?.sorting_key, 'tenant_id, collection, record_id, database, record_version, ingest_id');
   t.equal(table?.primary_key, 'tenant_id, collection, record_id');
-  t.match(table?.create_table_query, /index_granularity = 64/);
-  const [view] = await raw.query<{ engine: string }>(`SELECT engine FROM system.tables WHERE database = 'dris' AND name = 'record_lookup_from_records'`);
-  t.equal(view?.engine, 'MaterializedView');
-
-  const recs = [record('t-a'), record('t-a')];
-  await index.insertRecords(recs);
-  const parts = await raw.query<{ part_type: string }>(`SELECT DISTINCT part_type FROM system.parts WHERE database = 'dris' AND table = 'record_lookup' AND active`);
-  t.same(parts.map((p) => p.part_type), ['Compact']);
-  const rows = await raw.query<{ record_id: string; version: number | string; batch_id: string | null }>(
-    `SELECT record_id, version, batch_id FROM dris.record_lookup WHERE tenant_id = 't-a' ORDER BY record_id`,
+  t.match(table?.create_table_query, /index_granularity = 16/);
+  const views = await raw.query<{ name: string; engine: string }>(
+    `SELECT name, engine FROM system.tables WHERE database = 'dris' AND name IN ('record_evidence_from_records', 'record_evidence_from_lookup', 'record_lookup_from_records') ORDER BY name`,
   );
   t.same(
-    rows.map((r) => [r.record_id, Number(r.version), r.batch_id]),
-    recs.map((r) => [r.recordId, 1, null]),
-    'each indexed record has its row, version 1, no leaf yet',
+    views.map((v) => [v.name, v.engine]),
+    [
+      ['record_evidence_from_lookup', 'MaterializedView'],
+      ['record_evidence_from_records', 'MaterializedView'],
+    ],
+    'record_lookup is no longer fed from records',
   );
+
+  const recs = [record('t-a'), record('t-a', { sourceTimestamp: '2025-05-31T23:59:59+02:00', operationType: 'delete' })];
+  await index.insertRecords(recs);
+  const parts = await raw.query<{ part_type: string }>(`SELECT DISTINCT part_type FROM system.parts WHERE database = 'dris' AND table = 'record_evidence' AND active`);
+  t.same(parts.map((p) => p.part_type), ['Compact']);
+  const rows = await raw.query<{ record_id: string; version: number | string; evidence: string }>(
+    `SELECT record_id, version, evidence FROM dris.record_evidence WHERE tenant_id = 't-a' ORDER BY record_id`,
+  );
+  t.same(
+    rows.map((r) => [r.record_id, Number(r.version), JSON.parse(r.evidence) as unknown]),
+    recs.map((r) => [r.recordId, 1, [r.clientId, r.operationType, r.sourceTimestamp, r.hashScheme, r.payloadHash, r.recordHash, r.salt, null, null, null, null, []]]),
+    'each indexed record has its row, version 1, its evidence in EVIDENCE_FIELDS order, no leaf yet',
+  );
+  const none = await raw.query(`SELECT 1 FROM dris.record_lookup WHERE tenant_id = 't-a'`);
+  t.same(none, [], 'nothing written to record_lookup');
+});
+
+void t.test('a row an older process writes to record_lookup reaches record_evidence', async (t) => {
+  const r = record('t-old');
+  const evidence = new ClickHouseEvidenceStore(index.runner, index.database);
+  t.teardown(() => evidence.close());
+  await index.insertRecords([r]);
+  const formed = formBatch([r], hashing, BASE_MS + 5_000);
+  const leaf = formed.assignments[0];
+  // The row as the previous version's pipeline wrote it: every field a column of record_lookup.
+  await raw.insertJsonEachRow('dris.record_lookup', [
+    {
+      tenant_id: r.tenantId,
+      collection: r.collection,
+      record_id: r.recordId,
+      database: r.database,
+      record_version: r.recordVersion,
+      ingest_id: r.ingestId,
+      accepted_at: dateTime64Text(Date.parse(r.acceptedAt)),
+      client_id: r.clientId,
+      operation_type: r.operationType,
+      source_timestamp: r.sourceTimestamp,
+      hash_scheme: r.hashScheme,
+      payload_hash: r.payloadHash,
+      record_hash: r.recordHash,
+      salt: r.salt,
+      snapshot_id: leaf?.snapshotId,
+      batch_id: leaf?.batchId,
+      leaf_index: leaf?.leafIndex,
+      tree_size: leaf?.treeSize,
+      merkle_proof: leaf?.proof,
+      version: 2,
+    },
+  ]);
+  const found = await evidence.findRecord({ tenantId: 't-old', collection: 'invoices', recordId: r.recordId });
+  t.same(leafOf(found), [[leaf?.snapshotId, formed.batch.batchId, 0, 1, 0]]);
+  t.equal(found[0]?.recordHash, r.recordHash);
 });
 
 void t.test('the batch write adds the leaf whichever of indexer and pipeline writes first', async (t) => {
   // The versions are counted below: a background merge must not collapse them first.
-  await raw.query('SYSTEM STOP MERGES dris.record_lookup');
-  t.teardown(() => raw.query('SYSTEM START MERGES dris.record_lookup'));
+  await raw.query('SYSTEM STOP MERGES dris.record_evidence');
+  t.teardown(() => raw.query('SYSTEM START MERGES dris.record_evidence'));
   const store = new ClickHousePipelineStore(index.runner, index.database);
   const evidence = new ClickHouseEvidenceStore(index.runner, index.database);
   const indexedFirst = record('t-b');
@@ -118,7 +167,7 @@ void t.test('the batch write adds the leaf whichever of indexer and pipeline wri
     t.equal(found[0]?.acceptedAtMs, Date.parse(r.acceptedAt));
     t.equal(found[0]?.clientId, 'app');
   }
-  const stored = await raw.query<{ n: number | string }>(`SELECT count() AS n FROM dris.record_lookup WHERE tenant_id = 't-b'`);
+  const stored = await raw.query<{ n: number | string }>(`SELECT count() AS n FROM dris.record_evidence WHERE tenant_id = 't-b'`);
   t.equal(Number(stored[0]?.n), 4, 'both versions of both rows are stored until a merge');
 
   const trace = await store.traceRecord('t-b', { collection: 'invoices', recordId: batchedFirst.recordId });
@@ -162,7 +211,7 @@ void t.test('versions, filters and many look-ups in one query', async (t) => {
   await evidence.close();
 });
 
-void t.test('a data directory made before record_lookup: the upgrade back-fills it', async (t) => {
+void t.test('a data directory made before record_lookup: the upgrade back-fills record_lookup, then record_evidence', async (t) => {
   const db = 'dris_before';
   const sql = buildSql(db);
   // The schema as the previous version left it: migrations up to 9, with their bookkeeping.
@@ -221,9 +270,11 @@ void t.test('a data directory made before record_lookup: the upgrade back-fills 
   t.same(trace.map((x) => [x.batchId, x.leafIndex]), [['b-9', 1]]);
 
   // A back-fill repeated (a crash before its bookkeeping row) changes no answer.
-  const backFill = migrations(db).find((m) => m.name === 'back-fill record_lookup');
-  if (backFill === undefined) throw new Error('no back-fill migration');
-  await raw.exec(backFill.sql);
+  for (const name of ['back-fill record_lookup', 'back-fill record_evidence']) {
+    const backFill = migrations(db).find((m) => m.name === name);
+    if (backFill === undefined) throw new Error(`no migration ${name}`);
+    await raw.exec(backFill.sql);
+  }
   t.same(leafOf(await find(leafStored)), [['s-b-9', 'b-9', 0, 4, 1]]);
   t.same(leafOf(await find(reformed)), [['s-b-9', 'b-9', 2, 4, 1]]);
   await upgraded.migrate();
@@ -232,14 +283,22 @@ void t.test('a data directory made before record_lookup: the upgrade back-fills 
 });
 
 void t.test("the indexer's and the pipeline's rows of a record differ only in leaf and version", async (t) => {
-  await raw.query('SYSTEM STOP MERGES dris.record_lookup');
-  t.teardown(() => raw.query('SYSTEM START MERGES dris.record_lookup'));
+  await raw.query('SYSTEM STOP MERGES dris.record_evidence');
+  t.teardown(() => raw.query('SYSTEM START MERGES dris.record_evidence'));
   const store = new ClickHousePipelineStore(index.runner, index.database);
   const r = record('t-x', { sourceTimestamp: '2025-05-31T23:59:59+02:00', operationType: 'insert', recordVersion: '7' });
   await index.insertRecords([r]);
-  await store.saveFormedBatches([formBatch([r], hashing, BASE_MS)]);
-  const rows = await raw.query<Record<string, unknown>>(`SELECT * EXCEPT (snapshot_id, batch_id, leaf_index, tree_size, merkle_proof, version) FROM dris.record_lookup WHERE tenant_id = 't-x' ORDER BY version`);
+  const formed = formBatch([r], hashing, BASE_MS);
+  await store.saveFormedBatches([formed]);
+  const rows = await raw.query<Record<string, unknown> & { evidence: string }>(`SELECT * EXCEPT (version) FROM dris.record_evidence WHERE tenant_id = 't-x' ORDER BY version`);
   t.equal(rows.length, 2);
-  t.same(rows[0], rows[1]);
-  t.match(rows[0], { record_version: '7', operation_type: 'insert', source_timestamp: '2025-05-31T23:59:59+02:00', accepted_at: dateTime64Text(Date.parse(r.acceptedAt)) });
+  // The view packs in SQL what the pipeline packs in TypeScript: the same text but for the leaf.
+  const [indexed, batched] = rows.map(({ evidence, ...key }) => ({ key, evidence: JSON.parse(evidence) as unknown[] }));
+  t.same(indexed?.key, batched?.key);
+  t.same(indexed?.evidence.slice(0, 7), batched?.evidence.slice(0, 7));
+  t.same(indexed?.evidence.slice(7), [null, null, null, null, []]);
+  const leaf = formed.assignments[0];
+  t.same(batched?.evidence.slice(7), [leaf?.snapshotId, leaf?.batchId, leaf?.leafIndex, leaf?.treeSize, leaf?.proof]);
+  t.match(indexed?.key, { record_version: '7', accepted_at: dateTime64Text(Date.parse(r.acceptedAt)) });
+  t.same(indexed?.evidence.slice(0, 3), ['app', 'insert', '2025-05-31T23:59:59+02:00']);
 });

@@ -309,11 +309,11 @@ t.test('tampered index rows and manifests', async (t) => {
   }
   t.equal(removed, 1, 'the manifest of batch 1 is one block');
   await tamper([
-    // Verification reads a record and its leaf from record_lookup.
-    // a: the salt changed, so the envelope no longer hashes to the stored record hash.
-    `INSERT INTO dris.record_lookup SELECT * REPLACE ('00000000000000000000000000000000' AS salt, version + 100 AS version) FROM dris.record_lookup FINAL WHERE record_id = 'a'`,
-    // b: one proof element changed.
-    `INSERT INTO dris.record_lookup SELECT * REPLACE (arrayConcat(['${'0'.repeat(64)}'], arraySlice(merkle_proof, 2)) AS merkle_proof, version + 100 AS version) FROM dris.record_lookup FINAL WHERE record_id = 'b'`,
+    // Verification reads a record and its leaf from record_evidence, packed in EVIDENCE_FIELDS order.
+    // a: the salt (7th) changed, so the envelope no longer hashes to the stored record hash.
+    `INSERT INTO dris.record_evidence SELECT * REPLACE (replaceOne(evidence, JSONExtractString(evidence, 7), '${'0'.repeat(32)}') AS evidence, version + 100 AS version) FROM dris.record_evidence FINAL WHERE record_id = 'a'`,
+    // b: the first element of the proof (12th) changed.
+    `INSERT INTO dris.record_evidence SELECT * REPLACE (replaceOne(evidence, JSONExtractString(evidence, 12, 1), '${'0'.repeat(64)}') AS evidence, version + 100 AS version) FROM dris.record_evidence FINAL WHERE record_id = 'b'`,
     // batch 1 points at batch 2's manifest.
     `INSERT INTO dris.batches SELECT * REPLACE ((SELECT any(manifest_cid) FROM dris.batches FINAL WHERE batch_id = '${batch2}') AS manifest_cid, version + 100 AS version) FROM dris.batches FINAL WHERE batch_id = '${batch1}'`,
     // batch 2 recorded as Failed.

@@ -118,6 +118,42 @@ t.test('a restart copies what the journal holds past its last recorded copy', as
   t.ok(readdirSync(d).includes('copied'));
 });
 
+t.test('with tableDirs, copies are visible at once and leave the journal only once flushed to disk', async (t) => {
+  const d = dir(t);
+  const first = new TableRunner();
+  const flushed: string[][] = [];
+  let failing = true;
+  const flush = (dirs: readonly string[]): Promise<void> => {
+    flushed.push([...dirs]);
+    return failing ? Promise.reject(new Error('sync failed')) : Promise.resolve();
+  };
+  const journal = AppendJournal.open(d, first, { copyDelayMs: 10, tableDirs: ['/engine'], flushDelayMs: 20, flush });
+  await journal.append('db.t', [{ n: 1 }]);
+  await journal.flush();
+  t.same(first.rows('db.t'), [{ n: 1 }], 'readable before any flush');
+  t.same(flushed, [], 'the flush waits flushDelayMs');
+  await sleep(60);
+  t.same(flushed, [['/engine']]);
+  // Every flush fails, at close too: the process stops with the row copied but not known durable.
+  await journal.close();
+  t.ok(flushed.length >= 2, 'close tries once more');
+
+  // The next start copies it again (readers collapse the duplicate by id), and this time the
+  // flush succeeds, after which the journal lets go of it.
+  failing = false;
+  const second = new TableRunner();
+  const reopened = AppendJournal.open(d, second, { copyDelayMs: 10, tableDirs: ['/engine'], flushDelayMs: 20, flush });
+  await reopened.flush();
+  t.same(second.rows('db.t'), [{ n: 1 }]);
+  await reopened.close();
+
+  const third = new TableRunner();
+  const again = AppendJournal.open(d, third, { copyDelayMs: 10, tableDirs: ['/engine'], flushDelayMs: 20, flush });
+  await again.flush();
+  t.same(third.rows('db.t'), [], 'nothing left to copy');
+  await again.close();
+});
+
 t.test('close copies what is left; a closed journal refuses appends', async (t) => {
   const runner = new TableRunner();
   const journal = AppendJournal.open(dir(t), runner, { copyDelayMs: 60_000 });

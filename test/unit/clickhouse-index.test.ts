@@ -120,15 +120,25 @@ void t.test('migrate applies missing migrations in order, then only bootstraps',
   t.same(execs[27]?.params, { version: 13, name: 'verifications merge wider' });
   t.match(execs[28]?.sql, /^ALTER TABLE dris_test\.audit_events MODIFY SETTING merge_selector_base = 10$/);
   t.same(execs[29]?.params, { version: 14, name: 'audit_events merge wider' });
-  t.equal(execs.length, 30);
+  t.match(execs[30]?.sql, /CREATE TABLE IF NOT EXISTS dris_test\.record_evidence\b.*evidence +String CODEC\(LZ4\).*index_granularity = 16/s);
+  t.same(execs[31]?.params, { version: 15, name: 'create record_evidence' });
+  t.match(execs[32]?.sql, /CREATE MATERIALIZED VIEW IF NOT EXISTS dris_test\.record_evidence_from_records TO dris_test\.record_evidence AS\s+SELECT .*toJSONString\(tuple\(client_id, .*merkle_proof\)\) AS evidence, row_version AS version\s+FROM dris_test\.records$/s);
+  t.same(execs[33]?.params, { version: 16, name: 'create record_evidence_from_records' });
+  t.match(execs[34]?.sql, /CREATE MATERIALIZED VIEW IF NOT EXISTS dris_test\.record_evidence_from_lookup TO dris_test\.record_evidence AS.*FROM dris_test\.record_lookup$/s);
+  t.same(execs[35]?.params, { version: 17, name: 'create record_evidence_from_lookup' });
+  t.match(execs[36]?.sql, /^INSERT INTO dris_test\.record_evidence .*FROM dris_test\.record_lookup$/s);
+  t.same(execs[37]?.params, { version: 18, name: 'back-fill record_evidence' });
+  t.equal(execs[38]?.sql, 'DROP VIEW IF EXISTS dris_test.record_lookup_from_records');
+  t.same(execs[39]?.params, { version: 19, name: 'drop record_lookup_from_records' });
+  t.equal(execs.length, 40);
   // Migrations run without the per-query limit (a back-fill takes as long as the table is large).
   const migrationTimeouts = runner.timeouts.filter((_, i) => i >= 2 && i % 2 === 0);
-  t.equal(migrationTimeouts.length, 14);
+  t.equal(migrationTimeouts.length, 19);
   t.ok(migrationTimeouts.every((ms) => ms !== undefined && ms >= 3_600_000));
 
   const again = new FakeRunner();
   // A server answers 64-bit integers as strings.
-  again.onQuery = () => Array.from({ length: 14 }, (_, i) => ({ version: String(i + 1) }));
+  again.onQuery = () => Array.from({ length: 19 }, (_, i) => ({ version: String(i + 1) }));
   await new ClickHouseIndex(OPTIONS, again).migrate();
   t.equal(again.of('exec').length, 2);
 });

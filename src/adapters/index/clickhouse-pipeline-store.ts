@@ -11,7 +11,7 @@ import type { SqlRunner } from './sql-runner.js';
  * The pipeline's state in ClickHouse, on the same engine as the hot index. Rows are replaced
  * whole with a higher version (ReplacingMergeTree) and read with FINAL; lifecycle entries are
  * appended with a deterministic id, so a retried write lists once. A record's leaf goes to the
- * narrow record_leaves table and, with the record's evidence, to its record_lookup row; the
+ * narrow record_leaves table and, with the record's evidence, to its record_evidence row; the
  * record row itself is the indexer's and is never rewritten.
  *
  * Reads that select batches by a column that changes (status) find the ids on the narrow columns
@@ -212,7 +212,7 @@ export class ClickHousePipelineStore implements PipelineStore {
     // One insert per table for all the batches; the batch rows, written last, are the commit marker.
     await Promise.all([
       this.runner.insertJsonEachRow(`${this.#db}.record_leaves`, leaves),
-      this.runner.insertJsonEachRow(`${this.#db}.record_lookup`, formed.flatMap((f) => lookupRowsOf(f.records, f.assignments, version))),
+      this.runner.insertJsonEachRow(`${this.#db}.record_evidence`, formed.flatMap((f) => lookupRowsOf(f.records, f.assignments, version))),
       this.runner.insertJsonEachRow(`${this.#db}.snapshots`, formed.flatMap((f) => f.snapshots.map((s) => this.#snapshotRow(s)))),
       this.runner.insertJsonEachRow(`${this.#db}.snapshot_lifecycle`, this.#lifecycleRows(formed.flatMap((f) => f.lifecycle))),
     ]);

@@ -35,6 +35,12 @@ export interface ClickHouseRecordIndexOptions {
    * embedded engine, beside its data directory; without it, each group of appends is an insert.
    */
   readonly journalDir?: string;
+  /**
+   * With journalDir: the engine's data directory. The journaled tables' inserts then skip their
+   * fsyncs, and the journal makes their rows durable by flushing this directory's file system
+   * instead (see AppendJournal). Unset: those inserts fsync as every other.
+   */
+  readonly journalTableDir?: string;
   /** Most ingest ids per existence look-up (a server receives parameters in the request URL). */
   readonly lookupChunk?: number;
   /** Limit of each migration statement, milliseconds (a back-fill copies a whole table). Default 6 h. */
@@ -154,6 +160,8 @@ export class ClickHouseRecordIndex implements RecordIndex, KeyStore, AuditLog {
   readonly #migrationTimeoutMs: number;
   readonly #records: GroupCommit<PendingRecord>;
   readonly #journal: AppendJournal | null;
+  /** fsync_after_insert of the journaled tables: 0 when the journal flushes their files itself. */
+  readonly #journaledTablesFsync: 0 | 1 | null;
   readonly #audit: AppendSink;
   #lastVersionUs = 0;
   #closing: Promise<void> | null = null;
@@ -177,7 +185,15 @@ export class ClickHouseRecordIndex implements RecordIndex, KeyStore, AuditLog {
       { ...DEFAULT_RECORD_WRITES, ...options.recordWrites },
       (rows) => this.#writeRecords(rows),
     );
-    this.#journal = options.journalDir === undefined ? null : AppendJournal.open(options.journalDir, runner, { logger: this.#log.child({ component: 'index-journal' }) });
+    this.#journal =
+      options.journalDir === undefined
+        ? null
+        : AppendJournal.open(options.journalDir, runner, {
+            logger: this.#log.child({ component: 'index-journal' }),
+            ...(options.journalTableDir === undefined ? {} : { tableDirs: [options.journalTableDir] }),
+          });
+    // Only where the engine's directory is known (the embedded engine) is this decided per start.
+    this.#journaledTablesFsync = options.journalTableDir === undefined ? null : this.#journal === null ? 1 : 0;
     this.#audit =
       this.#journal?.sink(this.#sql.tables.auditEvents) ??
       new InsertSink('audit writer', { ...DEFAULT_AUDIT_WRITES, ...options.auditWrites }, (rows) => this.#writeAudit(rows));
@@ -215,6 +231,14 @@ export class ClickHouseRecordIndex implements RecordIndex, KeyStore, AuditLog {
       await this.#runner.exec(m.sql, undefined, { timeoutMs: this.#migrationTimeoutMs });
       await this.#runner.exec(this.#sql.recordMigration, { version: m.version, name: m.name });
       this.#log.info({ version: m.version, migration: m.name, database: this.#sql.db, ms: Date.now() - started }, 'schema migration applied');
+    }
+    // Per start, not a migration: whether these tables' inserts fsync depends on how this
+    // process writes them (through a journal that flushes them, or straight).
+    const fsync = this.#journaledTablesFsync;
+    if (fsync !== null) {
+      for (const table of [this.#sql.tables.auditEvents, this.#sql.tables.verifications]) {
+        await this.#runner.exec(`ALTER TABLE ${table} MODIFY SETTING fsync_after_insert = ${fsync}, fsync_part_directory = ${fsync}`);
+      }
     }
     const known = Math.max(...this.#sql.migrations.map((m) => m.version));
     const newer = [...applied].filter((v) => v > known);

@@ -6,15 +6,19 @@ import { leavesByKey, lookupRecords } from './sql.js';
 import type { SqlParams, SqlRunner } from './sql-runner.js';
 
 /**
- * record_lookup: every record by (tenant, collection, recordId), with its leaf, in one row. The
+ * record_evidence: every record by (tenant, collection, recordId), with its leaf, in one row. The
  * indexer's inserts into records reach it through a materialized view (version 1, no leaf); the
  * pipeline writes the same row again with its leaf and the leaf's version when it stores the
  * record's batch. ReplacingMergeTree keeps the higher version whichever write lands first.
+ *
+ * Besides its key, a row holds its evidence packed in one JSON array (EVIDENCE_FIELDS in sql.ts):
+ * a look-up reads every field of a few rows, and one column to decompress and parse per granule
+ * costs about a third less than the dozen record_lookup had.
  */
 
 type Int64Out = number | string;
 
-/** A record_lookup row as read (LOOKUP_READ_COLUMNS). */
+/** A record_evidence row as read (LOOKUP_READ_COLUMNS), its evidence unpacked. */
 export interface LookupRow {
   ingest_id: string;
   tenant_id: string;
@@ -38,6 +42,68 @@ export interface LookupRow {
   version: Int64Out;
 }
 
+/** A row as the query returns it: the key, and the evidence still packed. */
+interface PackedRow {
+  ingest_id: string;
+  tenant_id: string;
+  database: string;
+  collection: string;
+  record_id: string;
+  record_version: string;
+  accepted_at_ms: Int64Out;
+  evidence: string;
+  version: Int64Out;
+}
+
+/** The evidence of a row, in EVIDENCE_FIELDS order. */
+type Evidence = [
+  clientId: string,
+  operationType: string,
+  sourceTimestamp: string | null,
+  hashScheme: string,
+  payloadHash: string,
+  recordHash: string,
+  salt: string,
+  snapshotId: string | null,
+  batchId: string | null,
+  leafIndex: number | null,
+  treeSize: number | null,
+  merkleProof: string[],
+];
+
+function unpack(p: PackedRow): LookupRow {
+  let e: unknown;
+  try {
+    e = JSON.parse(p.evidence);
+  } catch (err) {
+    throw new DrisError('internal_error', `record ${p.ingest_id} has unreadable evidence`, { cause: err });
+  }
+  if (!Array.isArray(e) || e.length !== 12 || !Array.isArray(e[11])) throw new DrisError('internal_error', `record ${p.ingest_id} has evidence of another shape`);
+  const [clientId, operationType, sourceTimestamp, hashScheme, payloadHash, recordHash, salt, snapshotId, batchId, leafIndex, treeSize, merkleProof] = e as Evidence;
+  return {
+    ingest_id: p.ingest_id,
+    tenant_id: p.tenant_id,
+    client_id: clientId,
+    database: p.database,
+    collection: p.collection,
+    record_id: p.record_id,
+    record_version: p.record_version,
+    operation_type: operationType,
+    source_timestamp: sourceTimestamp,
+    hash_scheme: hashScheme,
+    payload_hash: payloadHash,
+    record_hash: recordHash,
+    salt,
+    accepted_at_ms: p.accepted_at_ms,
+    snapshot_id: snapshotId,
+    batch_id: batchId,
+    leaf_index: leafIndex === null ? null : Number(leafIndex),
+    tree_size: treeSize === null ? null : Number(treeSize),
+    merkle_proof: merkleProof,
+    version: p.version,
+  };
+}
+
 interface LeafRow {
   tenant_id: string;
   ingest_id: string;
@@ -55,7 +121,7 @@ interface LeafRow {
  * their leaf. That costs a second query only when some row has no leaf.
  */
 export async function readLookup(runner: SqlRunner, db: string, where: string, params: SqlParams, limit?: string): Promise<LookupRow[]> {
-  const rows = newestOfEach(await runner.query<LookupRow>(lookupRecords(db, where, limit), params));
+  const rows = newestOfEach((await runner.query<PackedRow>(lookupRecords(db, where, limit, runner.pointReadSettings), params)).map(unpack));
   const leafless = rows.filter((r) => r.batch_id === null);
   if (leafless.length === 0) return rows;
   const leaves = await runner.query<LeafRow>(leavesByKey(db), {
@@ -85,8 +151,8 @@ function newestOfEach(rows: LookupRow[]): LookupRow[] {
 }
 
 /**
- * The look-up rows of batched records, as the pipeline writes them: the indexer's row (the same
- * envelope, from the same accepted record) plus the leaf, at the leaf's version.
+ * The record_evidence rows of batched records, as the pipeline writes them: the indexer's row (the
+ * same envelope, from the same accepted record) plus the leaf, at the leaf's version.
  */
 export function lookupRowsOf(records: readonly AcceptedRecord[], assignments: readonly LeafAssignment[], version: number): object[] {
   const leafOf = new Map(assignments.map((a) => [a.ingestId, a]));
@@ -94,6 +160,20 @@ export function lookupRowsOf(records: readonly AcceptedRecord[], assignments: re
     const a = leafOf.get(r.ingestId);
     const acceptedAtMs = Date.parse(r.acceptedAt);
     if (a === undefined || Number.isNaN(acceptedAtMs)) throw new DrisError('internal_error', `record ${r.ingestId} has no leaf or an unreadable acceptedAt`);
+    const evidence: Evidence = [
+      r.clientId,
+      r.operationType,
+      r.sourceTimestamp,
+      r.hashScheme,
+      r.payloadHash,
+      r.recordHash,
+      r.salt,
+      a.snapshotId,
+      a.batchId,
+      a.leafIndex,
+      a.treeSize,
+      [...a.proof],
+    ];
     return {
       tenant_id: r.tenantId,
       collection: r.collection,
@@ -102,18 +182,7 @@ export function lookupRowsOf(records: readonly AcceptedRecord[], assignments: re
       record_version: r.recordVersion,
       ingest_id: r.ingestId,
       accepted_at: dateTime64Text(acceptedAtMs),
-      client_id: r.clientId,
-      operation_type: r.operationType,
-      source_timestamp: r.sourceTimestamp,
-      hash_scheme: r.hashScheme,
-      payload_hash: r.payloadHash,
-      record_hash: r.recordHash,
-      salt: r.salt,
-      snapshot_id: a.snapshotId,
-      batch_id: a.batchId,
-      leaf_index: a.leafIndex,
-      tree_size: a.treeSize,
-      merkle_proof: a.proof,
+      evidence: JSON.stringify(evidence),
       version,
     };
   });

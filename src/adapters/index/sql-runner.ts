@@ -24,6 +24,12 @@ export interface SqlRunner {
    * instead of queueing behind it.
    */
   readonly parallelQueries: number;
+  /**
+   * Settings this engine adds to key look-ups of a few granules (`name = value, ...`), beyond
+   * those every engine takes: what makes such a read cheaper on one engine version may be
+   * unknown to another.
+   */
+  readonly pointReadSettings?: string;
   /** Runs a statement whose result is not read (DDL, INSERT ... VALUES with parameters). */
   exec(sql: string, params?: SqlParams, options?: ExecOptions): Promise<void>;
   /**

@@ -23,7 +23,7 @@
  *   - Bloom-filter skip indexes serve the look-ups that are not key prefixes: record_id (listing
  *     filters), snapshot_id and batch_id (filters, proofs), record_hash and payload_hash (verify
  *     by hash), ingest_id (idempotency checks over wide time ranges). A record found by
- *     collection and recordId is read from record_lookup (below), not from here: a bloom filter
+ *     collection and recordId is read from record_evidence (below), not from here: a bloom filter
  *     still reads whole 8192-row granules of every column it cannot rule out.
  *   - PARTITION BY month of accepted_at: accepted_at is in the replacing key, so all versions of a
  *     row share a partition (ReplacingMergeTree only collapses within one).
@@ -59,7 +59,7 @@
  *   records finds its leaves by key. Granules of 128 rows: its reads are by key, a page or a few
  *   rows at a time.
  *
- * record_lookup (migrations 10-12; ReplacingMergeTree(version),
+ * record_lookup (migrations 10-12, superseded by record_evidence; ReplacingMergeTree(version),
  *   ORDER BY (tenant_id, collection, record_id, database, record_version, ingest_id)): every record
  *   with what verifying it needs, its envelope, hashes and leaf, in one row found by key.
  *   Verification, receipts, retrieval checks and the timeline find records here.
@@ -85,6 +85,17 @@
  *   - Migration 12 back-fills it from records (FINAL) and record_leaves in one INSERT ... SELECT,
  *     so a data directory made before it verifies after the upgrade. Repeated (a crash before its
  *     bookkeeping row), it adds rows of the same versions, which readers collapse.
+ *
+ * record_evidence (migrations 15-19) supersedes record_lookup, with the same key and the same two
+ *   writers, but the fields besides the key packed into one JSON column (EVIDENCE_FIELDS) and
+ *   granules of 16 rows, LZ4: a look-up of 23 records cost 4.3 ms instead of 6.6 on a million.
+ *   - Fed like record_lookup was: a view on records (the indexer's rows) and the pipeline's own
+ *     insert. A second view copies what reaches record_lookup, which only a process of an older
+ *     version still writes during an upgrade; record_lookup_from_records is dropped, so
+ *     record_lookup is no longer read or fed by this version, and may be dropped by hand once no
+ *     older process runs.
+ *   - Migration 18 back-fills it from record_lookup; repeated, it adds rows of the same versions,
+ *     which readers collapse.
  *
  * verifications and audit_events take a small insert per group commit, many a second while
  *   verifications run; migrations 13-14 let their parts merge in wider steps (merge_selector_base
@@ -138,6 +149,32 @@ const LOOKUP_ENVELOPE_COLUMNS =
 
 /** A record's place in its batch's tree, as named in records, record_leaves and record_lookup. */
 const LEAF_COLUMNS = ['snapshot_id', 'batch_id', 'leaf_index', 'tree_size', 'merkle_proof'] as const;
+
+/** record_evidence's columns besides the packed evidence and the version: the key, and accepted_at to order by. */
+const EVIDENCE_KEY_COLUMNS = 'tenant_id, collection, record_id, database, record_version, ingest_id, accepted_at';
+
+/**
+ * The record_lookup columns record_evidence packs into its `evidence` column, in this order, as
+ * one JSON array (`toJSONString` of a tuple; `packEvidence` in record-lookup.ts writes the same).
+ */
+export const EVIDENCE_FIELDS = [
+  'client_id',
+  'operation_type',
+  'source_timestamp',
+  'hash_scheme',
+  'payload_hash',
+  'record_hash',
+  'salt',
+  'snapshot_id',
+  'batch_id',
+  'leaf_index',
+  'tree_size',
+  'merkle_proof',
+] as const;
+
+function packedEvidence(): string {
+  return `toJSONString(tuple(${EVIDENCE_FIELDS.join(', ')}))`;
+}
 
 const LOOKUP_COLUMN_DEFINITIONS = `    tenant_id        LowCardinality(String),
     collection       String,
@@ -450,6 +487,53 @@ LEFT ANY JOIN
       name: 'audit_events merge wider',
       sql: `ALTER TABLE ${db}.audit_events MODIFY SETTING merge_selector_base = ${APPEND_ONLY_MERGE_BASE}`,
     },
+    {
+      version: 15,
+      name: 'create record_evidence',
+      sql: `CREATE TABLE IF NOT EXISTS ${db}.record_evidence
+(
+    tenant_id      LowCardinality(String),
+    collection     String,
+    record_id      String,
+    database       String,
+    record_version String,
+    ingest_id      String,
+    accepted_at    DateTime64(3, 'UTC'),
+    evidence       String CODEC(LZ4),
+    version        UInt64
+)
+ENGINE = ReplacingMergeTree(version)
+PRIMARY KEY (tenant_id, collection, record_id)
+ORDER BY (tenant_id, collection, record_id, database, record_version, ingest_id)
+SETTINGS index_granularity = 16, min_bytes_for_wide_part = ${COMPACT_PARTS_UP_TO_BYTES}, merge_selector_base = 3,
+         fsync_after_insert = 1, fsync_part_directory = 1`,
+    },
+    {
+      version: 16,
+      name: 'create record_evidence_from_records',
+      sql: `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.record_evidence_from_records TO ${db}.record_evidence AS
+SELECT ${EVIDENCE_KEY_COLUMNS}, ${packedEvidence()} AS evidence, row_version AS version
+FROM ${db}.records`,
+    },
+    {
+      version: 17,
+      name: 'create record_evidence_from_lookup',
+      sql: `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.record_evidence_from_lookup TO ${db}.record_evidence AS
+SELECT ${EVIDENCE_KEY_COLUMNS}, ${packedEvidence()} AS evidence, version
+FROM ${db}.record_lookup`,
+    },
+    {
+      version: 18,
+      name: 'back-fill record_evidence',
+      sql: `INSERT INTO ${db}.record_evidence (${EVIDENCE_KEY_COLUMNS}, evidence, version)
+SELECT ${EVIDENCE_KEY_COLUMNS}, ${packedEvidence()} AS evidence, version
+FROM ${db}.record_lookup`,
+    },
+    {
+      version: 19,
+      name: 'drop record_lookup_from_records',
+      sql: `DROP VIEW IF EXISTS ${db}.record_lookup_from_records`,
+    },
   ];
 }
 
@@ -457,19 +541,21 @@ LEFT ANY JOIN
 export function tables(db: string): {
   records: string;
   recordLeaves: string;
-  recordLookup: string;
+  recordEvidence: string;
   apiKeys: string;
   auditEvents: string;
+  verifications: string;
   schemaMigrations: string;
   snapshots: string;
 } {
   return {
     records: `${db}.records`,
     recordLeaves: `${db}.record_leaves`,
-    recordLookup: `${db}.record_lookup`,
+    recordEvidence: `${db}.record_evidence`,
     snapshots: `${db}.snapshots`,
     apiKeys: `${db}.api_keys`,
     auditEvents: `${db}.audit_events`,
+    verifications: `${db}.verifications`,
     schemaMigrations: `${db}.schema_migrations`,
   };
 }
@@ -530,10 +616,9 @@ LEFT ANY JOIN
 ORDER BY ${q.resultOrder}`;
 }
 
-/** The columns of a record_lookup row as read; accepted_at as epoch milliseconds. */
-export const LOOKUP_READ_COLUMNS = `ingest_id, tenant_id, client_id, database, collection, record_id, record_version, operation_type,
-       source_timestamp, hash_scheme, payload_hash, record_hash, salt, toUnixTimestamp64Milli(accepted_at) AS accepted_at_ms,
-       snapshot_id, batch_id, leaf_index, tree_size, merkle_proof, version`;
+/** The columns of a record_evidence row as read; accepted_at as epoch milliseconds. */
+export const LOOKUP_READ_COLUMNS = `ingest_id, tenant_id, database, collection, record_id, record_version,
+       toUnixTimestamp64Milli(accepted_at) AS accepted_at_ms, evidence, version`;
 
 /**
  * record_lookup rows by their key: `where` names tenant_id, collection and record_id (each `=` or
@@ -543,12 +628,13 @@ export const LOOKUP_READ_COLUMNS = `ingest_id, tenant_id, client_id, database, c
  * more than the read itself when the table has several parts, and both cost more than picking
  * among the few rows read. With `limit`, the oldest records first, collapsed in the query.
  */
-export function lookupRecords(db: string, where: string, limit?: string): string {
+export function lookupRecords(db: string, where: string, limit?: string, engineSettings?: string): string {
   const collapse = limit === undefined ? '' : `\nORDER BY accepted_at, ingest_id, tenant_id, version DESC\nLIMIT 1 BY tenant_id, ingest_id\nLIMIT ${limit}`;
+  const settings = engineSettings === undefined ? POINT_READ_SETTINGS : `${POINT_READ_SETTINGS}, ${engineSettings}`;
   return `SELECT ${LOOKUP_READ_COLUMNS}
-FROM ${db}.record_lookup
+FROM ${db}.record_evidence
 WHERE ${where}${collapse}
-SETTINGS ${POINT_READ_SETTINGS}`;
+SETTINGS ${settings}`;
 }
 
 /**
