@@ -9,7 +9,7 @@ import { InsertSink, type AppendSink } from './append-journal.js';
 import type { GroupCommitOptions } from './group-commit.js';
 import { LookupBatcher } from './lookup-batcher.js';
 import { readLookup } from './record-lookup.js';
-import { databaseIdentifier, MAX_PAGE_LIMIT, recordsWithLeaves } from './sql.js';
+import { databaseIdentifier, MAX_PAGE_LIMIT, pointReadSettings, recordsWithLeaves } from './sql.js';
 import type { SqlRunner } from './sql-runner.js';
 
 /**
@@ -226,7 +226,8 @@ export class ClickHouseEvidenceStore implements EvidenceIndex, VerificationHisto
   async #findBatches(ids: string[]): Promise<(BatchAnchor | null)[]> {
     const rows = await this.runner.query<BatchAnchorRow>(
       `SELECT ${BATCH_ANCHOR_COLUMNS} FROM ${this.#db}.batches WHERE batch_id IN {ids:Array(String)}
-       ORDER BY batch_id, version DESC LIMIT 1 BY batch_id`,
+       ORDER BY batch_id, version DESC LIMIT 1 BY batch_id
+       SETTINGS ${pointReadSettings(this.runner.pointReadSettings)}`,
       { ids: [...new Set(ids)] },
     );
     const byId = new Map(rows.map((r) => [r.batch_id, toBatchAnchor(r)]));

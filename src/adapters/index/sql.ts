@@ -630,11 +630,15 @@ export const LOOKUP_READ_COLUMNS = `ingest_id, tenant_id, database, collection, 
  */
 export function lookupRecords(db: string, where: string, limit?: string, engineSettings?: string): string {
   const collapse = limit === undefined ? '' : `\nORDER BY accepted_at, ingest_id, tenant_id, version DESC\nLIMIT 1 BY tenant_id, ingest_id\nLIMIT ${limit}`;
-  const settings = engineSettings === undefined ? POINT_READ_SETTINGS : `${POINT_READ_SETTINGS}, ${engineSettings}`;
   return `SELECT ${LOOKUP_READ_COLUMNS}
 FROM ${db}.record_evidence
 WHERE ${where}${collapse}
-SETTINGS ${settings}`;
+SETTINGS ${pointReadSettings(engineSettings)}`;
+}
+
+/** SETTINGS of a read of a few granules by key, with the engine's own (`SqlRunner.pointReadSettings`). */
+export function pointReadSettings(engineSettings: string | undefined): string {
+  return engineSettings === undefined ? POINT_READ_SETTINGS : `${POINT_READ_SETTINGS}, ${engineSettings}`;
 }
 
 /**
