@@ -211,6 +211,18 @@ const COMPACT_PARTS_UP_TO_BYTES = '1099511627776';
  */
 const APPEND_ONLY_MERGE_BASE = 10;
 
+/**
+ * Engine and settings of record_lookup and record_evidence: one row per record version, found by
+ * key, read a granule of `granularity` rows at a time from Compact parts.
+ */
+function byRecordKey(granularity: number): string {
+  return `ENGINE = ReplacingMergeTree(version)
+PRIMARY KEY (tenant_id, collection, record_id)
+ORDER BY (tenant_id, collection, record_id, database, record_version, ingest_id)
+SETTINGS index_granularity = ${granularity}, min_bytes_for_wide_part = ${COMPACT_PARTS_UP_TO_BYTES}, merge_selector_base = 3,
+         fsync_after_insert = 1, fsync_part_directory = 1`;
+}
+
 export function migrations(db: string): readonly Migration[] {
   return [
     {
@@ -446,11 +458,7 @@ SETTINGS index_granularity = 128, fsync_after_insert = 1, fsync_part_directory =
 (
 ${LOOKUP_COLUMN_DEFINITIONS}
 )
-ENGINE = ReplacingMergeTree(version)
-PRIMARY KEY (tenant_id, collection, record_id)
-ORDER BY (tenant_id, collection, record_id, database, record_version, ingest_id)
-SETTINGS index_granularity = 64, min_bytes_for_wide_part = ${COMPACT_PARTS_UP_TO_BYTES}, merge_selector_base = 3,
-         fsync_after_insert = 1, fsync_part_directory = 1`,
+${byRecordKey(64)}`,
     },
     {
       version: 11,
@@ -502,11 +510,7 @@ LEFT ANY JOIN
     evidence       String CODEC(LZ4),
     version        UInt64
 )
-ENGINE = ReplacingMergeTree(version)
-PRIMARY KEY (tenant_id, collection, record_id)
-ORDER BY (tenant_id, collection, record_id, database, record_version, ingest_id)
-SETTINGS index_granularity = 16, min_bytes_for_wide_part = ${COMPACT_PARTS_UP_TO_BYTES}, merge_selector_base = 3,
-         fsync_after_insert = 1, fsync_part_directory = 1`,
+${byRecordKey(16)}`,
     },
     {
       version: 16,
