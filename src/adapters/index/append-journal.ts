@@ -186,14 +186,8 @@ export class AppendJournal {
     this.#loop = null;
     this.#flushNow?.();
     await this.#flushing;
-    if (this.#durable < this.#copied) {
-      try {
-        await this.#makeDurable(this.#copied);
-      } catch (err) {
-        // What is not known durable stays in the journal and is copied again at the next start.
-        this.#logger.warn({ err }, 'flushing the index tables to disk failed at close; the journal keeps their rows');
-      }
-    }
+    // What is not known durable stays in the journal and is copied again at the next start.
+    if (this.#durable < this.#copied) await this.#tryMakeDurable();
     this.#rejectWaiters(new DrisError('dependency_unavailable', 'the index journal is closed'));
     await this.#log.close();
   }
@@ -278,22 +272,25 @@ export class AppendJournal {
           };
         });
       }
-      try {
-        await this.#makeDurable(this.#copied);
-      } catch (err) {
-        // The rows stay in the log; the next copy, or close(), tries again.
-        this.#logger.warn({ err }, 'flushing the index tables to disk failed; the journal keeps their rows');
-        break;
-      }
+      // On failure the rows stay in the log; the next copy, or close(), tries again.
+      if (!(await this.#tryMakeDurable())) break;
       // Copies made while the flush ran wait for the next one.
       if (this.#closed || this.#durable >= this.#copied) break;
     }
     this.#flushing = null;
   }
 
-  async #makeDurable(seq: number): Promise<void> {
-    if (this.#tableDirs !== null) await this.#flush(this.#tableDirs);
+  /** Flushes the tables' file systems, then lets go of what was copied before; false when the flush failed. */
+  async #tryMakeDurable(): Promise<boolean> {
+    const seq = this.#copied;
+    try {
+      if (this.#tableDirs !== null) await this.#flush(this.#tableDirs);
+    } catch (err) {
+      this.#logger.warn({ err }, 'flushing the index tables to disk failed; the journal keeps their rows');
+      return false;
+    }
     await this.#recordDurable(seq);
+    return true;
   }
 
   /** Entries up to `seq` are durable in their tables: the log lets go of them. */

@@ -2,7 +2,7 @@ import type { LeafAssignment } from '../../domain/pipeline/types.js';
 import type { AcceptedRecord } from '../../domain/records/types.js';
 import { DrisError } from '../../errors/dris-error.js';
 import { dateTime64Text } from './clickhouse-record-index.js';
-import { leavesByKey, lookupRecords } from './sql.js';
+import { EVIDENCE_FIELDS, leavesByKey, lookupRecords } from './sql.js';
 import type { SqlParams, SqlRunner } from './sql-runner.js';
 
 /**
@@ -68,7 +68,7 @@ type Evidence = [
   batchId: string | null,
   leafIndex: number | null,
   treeSize: number | null,
-  merkleProof: string[],
+  merkleProof: readonly string[],
 ];
 
 function unpack(p: PackedRow): LookupRow {
@@ -78,7 +78,7 @@ function unpack(p: PackedRow): LookupRow {
   } catch (err) {
     throw new DrisError('internal_error', `record ${p.ingest_id} has unreadable evidence`, { cause: err });
   }
-  if (!Array.isArray(e) || e.length !== 12 || !Array.isArray(e[11])) throw new DrisError('internal_error', `record ${p.ingest_id} has evidence of another shape`);
+  if (!Array.isArray(e) || e.length !== EVIDENCE_FIELDS.length || !Array.isArray(e.at(-1))) throw new DrisError('internal_error', `record ${p.ingest_id} has evidence of another shape`);
   const [clientId, operationType, sourceTimestamp, hashScheme, payloadHash, recordHash, salt, snapshotId, batchId, leafIndex, treeSize, merkleProof] = e as Evidence;
   return {
     ingest_id: p.ingest_id,
@@ -99,7 +99,8 @@ function unpack(p: PackedRow): LookupRow {
     batch_id: batchId,
     leaf_index: leafIndex === null ? null : Number(leafIndex),
     tree_size: treeSize === null ? null : Number(treeSize),
-    merkle_proof: merkleProof,
+    // A fresh array from JSON.parse, owned by this row alone.
+    merkle_proof: merkleProof as string[],
     version: p.version,
   };
 }
@@ -172,7 +173,7 @@ export function lookupRowsOf(records: readonly AcceptedRecord[], assignments: re
       a.batchId,
       a.leafIndex,
       a.treeSize,
-      [...a.proof],
+      a.proof,
     ];
     return {
       tenant_id: r.tenantId,
