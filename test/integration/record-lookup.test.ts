@@ -208,6 +208,14 @@ void t.test('versions, filters and many look-ups in one query', async (t) => {
   t.same(ids(tenantD ?? []), [otherTenant.ingestId]);
   t.same(none, []);
   t.same(each.map(ids), many.map((r) => [r.ingestId]));
+
+  // A batch of one tenant and one collection takes the other form of the query.
+  const sameCollection = await Promise.all([
+    evidence.findRecord({ tenantId: 't-c', collection: 'invoices', recordId: 'shared', database: 'crm' }),
+    ...many.map((r) => evidence.findRecord({ tenantId: 't-c', collection: 'invoices', recordId: r.recordId })),
+    evidence.findRecord({ tenantId: 't-c', collection: 'invoices', recordId: 'missing' }),
+  ]);
+  t.same(sameCollection.map(ids), [[otherDb.ingestId], ...many.map((r) => [r.ingestId]), []]);
   await evidence.close();
 });
 
