@@ -346,7 +346,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
       let boundPort: number | null = null;
       const embeddedGateway = (pipeline?.gateway.length ?? 0) > 0;
       const verifier = new Verifier(
-        { hashing: hashing.backend, evidence, store, chain: reader, pinner: verifierPinner, history: evidence, audit: index },
+        { hashing: hashing.backend, evidence, store, chain: reader, pinner: verifierPinner, history: evidence },
         {
           chainCacheMs: cfg.verifyChainCacheMs,
           ipfsTimeoutMs: cfg.ipfsTimeoutMs,

@@ -1,4 +1,3 @@
-import type { AuditEvent, AuditLog } from '../domain/audit/ports.js';
 import type { HashingBackend } from '../domain/hashing/port.js';
 import { fromHex, toHex } from '../domain/hashing/merkle.js';
 import type { Pinner, PipelineStore } from '../domain/pipeline/ports.js';
@@ -31,7 +30,8 @@ import { assertTenant, type Principal } from './authenticator.js';
  * Verification through the service. The chain is read at verification time (never taken from the
  * database), through short-lived per-root caches so a burst of verifications of one batch costs
  * one chain read; manifests are cached by CID (content-addressed, hence immutable once checked).
- * Every attempt is stored in the verification history and the audit trail.
+ * Every attempt is stored in the verification history, which the audit trail lists as its
+ * verification events (verification-events.ts): one row per attempt.
  */
 
 export interface VerifierOptions {
@@ -54,7 +54,6 @@ export interface VerifierDeps {
   /** null when this process has no access to IPFS. */
   readonly pinner: Pinner | null;
   readonly history: VerificationHistory;
-  readonly audit: AuditLog;
   readonly now?: () => number;
 }
 
@@ -374,7 +373,7 @@ export class Verifier {
         answer = finish('chain_unavailable', { merkleRoot: batch.merkleRoot, batchSeq: batch.batchSeq, ...chainInfo });
       }
     }
-    await this.#store(caller, {
+    await this.#store({
       verificationId: answer.verificationId,
       at: verifiedAt,
       tenantId: snapshot.tenantId,
@@ -543,7 +542,7 @@ export class Verifier {
   }
 
   async #remember(caller: Caller, r: VerificationResult, mode: VerificationMode): Promise<void> {
-    await this.#store(caller, {
+    await this.#store({
       verificationId: r.verificationId,
       at: r.verifiedAt,
       tenantId: r.tenantId,
@@ -563,22 +562,9 @@ export class Verifier {
     });
   }
 
-  /** History and audit trail of one attempt, both awaited: an answer implies both are stored. */
-  async #store(caller: Caller, entry: VerificationHistoryEntry): Promise<void> {
-    const resource = entry.recordId !== null ? `record:${entry.collection ?? ''}/${entry.recordId}` : `snapshot:${entry.snapshotId ?? ''}`;
-    const event: AuditEvent = {
-      eventId: entry.verificationId,
-      atMs: Date.parse(entry.at),
-      tenantId: entry.tenantId,
-      clientId: caller.principal.clientId,
-      keyId: caller.principal.keyId,
-      action: entry.mode === 'snapshot' ? 'verify.snapshot' : entry.mode === 'hash' ? 'verify.payload' : 'verify.record',
-      resource,
-      outcome: entry.verificationStatus,
-      correlationId: caller.correlationId,
-      detail: { reasonCategory: entry.reasonCategory, mode: entry.mode, verified: entry.verified },
-    };
-    await Promise.all([this.deps.history.append([entry]), this.deps.audit.append([event])]);
+  /** The history entry of one attempt, also its audit event, awaited: an answer implies it is stored. */
+  async #store(entry: VerificationHistoryEntry): Promise<void> {
+    await this.deps.history.append([entry]);
   }
 }
 

@@ -9,8 +9,10 @@ import { ChdbIndex, ChdbSqlRunner } from '../../src/adapters/index/chdb-index.js
 import { ClickHouseEvidenceStore } from '../../src/adapters/index/clickhouse-evidence-store.js';
 import { ClickHousePipelineStore } from '../../src/adapters/index/clickhouse-pipeline-store.js';
 import type { AuditEvent } from '../../src/domain/audit/ports.js';
+import { verificationAuditEvent } from '../../src/domain/audit/verification-events.js';
 import type { ApiKeyRecord } from '../../src/domain/keys/types.js';
 import type { AcceptedRecord, RecordSummary } from '../../src/domain/records/types.js';
+import type { VerificationHistoryEntry } from '../../src/domain/verification/types.js';
 import { DrisError } from '../../src/errors/dris-error.js';
 import { setLogLevel } from '../../src/util/logger.js';
 
@@ -426,6 +428,98 @@ void t.test('audit: append coalesced, query newest first with filters and paging
   const byTime = await index.query({ tenantId: tenant, fromMs: BASE_MS + 3000, toMs: BASE_MS + 5000, limit: 100 });
   t.same(byTime.items.map((e) => e.eventId), ['ev-0009', 'ev-0008', 'ev-0007', 'ev-0006']);
   t.same((await index.query({ tenantId: 'tenant-b', limit: 10 })).items.map((e) => e.eventId), ['ev-0099']);
+});
+
+void t.test('audit: verifications are listed from their history rows, beside the events', async (t) => {
+  const tenant = 'tenant-v';
+  const evidence = new ClickHouseEvidenceStore(index.runner, index.database);
+  const at = (i: number): number => BASE_MS + 100_000 + i * 1000;
+  const modes = ['stored', 'payload', 'batch', 'hash', 'snapshot'] as const;
+  const entry = (i: number, over: Partial<VerificationHistoryEntry> = {}): VerificationHistoryEntry => {
+    const mode = modes[i % modes.length] ?? 'stored';
+    const onRecord = mode !== 'snapshot' && mode !== 'hash';
+    return {
+      verificationId: `ver-${String(i).padStart(4, '0')}`,
+      at: new Date(at(i)).toISOString(),
+      tenantId: tenant,
+      clientId: i % 2 === 0 ? 'cli-even' : 'cli-odd',
+      keyId: i % 3 === 0 ? 'key-3' : 'key-x',
+      mode,
+      database: onRecord ? 'erp' : null,
+      collection: onRecord ? 'invoices' : null,
+      recordId: onRecord ? `inv-${i}` : null,
+      recordVersion: onRecord ? '1' : null,
+      snapshotId: onRecord ? null : `snap-${i}`,
+      batchId: i % 4 === 0 ? null : `batch-${i}`,
+      verified: i % 5 !== 1,
+      verificationStatus: i % 5 === 1 ? 'fail' : 'pass',
+      reasonCategory: i % 5 === 1 ? 'payload_mismatch' : 'verified_anchored',
+      correlationId: `corr-v${i}`,
+      ...over,
+    };
+  };
+  const ev = (i: number): AuditEvent => ({
+    eventId: `ev-${String(i).padStart(4, '0')}`,
+    atMs: at(i),
+    tenantId: tenant,
+    clientId: 'cli-even',
+    keyId: 'key-3',
+    action: 'evidence.access',
+    resource: `record:invoices/inv-${i}`,
+    outcome: 'allowed',
+    correlationId: `corr-e${i}`,
+    detail: { purpose: 'audit' },
+  });
+  const entries = Array.from({ length: 20 }, (_, i) => entry(i));
+  const events = Array.from({ length: 10 }, (_, i) => ev(i * 2 + 1));
+  await Promise.all(entries.map((e) => evidence.append([e])));
+  await index.append(events);
+  // A retried append stores an entry twice; the entry of another tenant stays there.
+  await evidence.append([entries[4] ?? entry(4)]);
+  await evidence.append([entry(50, { tenantId: 'tenant-w' })]);
+  // What an earlier version wrote beside each history row: the same facts, not listed again.
+  await index.append(entries.slice(0, 5).map((e) => ({ ...verificationAuditEvent(e), eventId: `old-${e.verificationId}` })));
+
+  const expected = [...entries.map(verificationAuditEvent), ...events].sort((x, y) => y.atMs - x.atMs || (x.eventId < y.eventId ? 1 : -1));
+  t.same((await index.query({ tenantId: tenant, limit: 100 })).items, expected);
+  const listed = new Map((await index.query({ tenantId: tenant, limit: 100 })).items.map((e) => [e.eventId, e]));
+  t.same(listed.get('ver-0001'), {
+    eventId: 'ver-0001',
+    atMs: at(1),
+    tenantId: tenant,
+    clientId: 'cli-odd',
+    keyId: 'key-x',
+    action: 'verify.record',
+    resource: 'record:invoices/inv-1',
+    outcome: 'fail',
+    correlationId: 'corr-v1',
+    detail: { reasonCategory: 'payload_mismatch', mode: 'payload', verified: false },
+  });
+  t.match(listed.get('ver-0003'), { action: 'verify.payload', resource: 'snapshot:snap-3', detail: { mode: 'hash', verified: true } });
+  t.match(listed.get('ver-0004'), { action: 'verify.snapshot', resource: 'snapshot:snap-4', outcome: 'pass' });
+
+  const ids: string[] = [];
+  let cursor: string | null = null;
+  let pages = 0;
+  do {
+    const p = await index.query({ tenantId: tenant, limit: 4, ...(cursor === null ? {} : { cursor }) });
+    ids.push(...p.items.map((i) => i.eventId));
+    cursor = p.nextCursor;
+    pages += 1;
+  } while (cursor !== null && pages < 50);
+  t.same(ids, expected.map((e) => e.eventId), 'pages across both tables, in order, without overlap');
+
+  for (const action of ['verify.record', 'verify.payload', 'verify.snapshot', 'evidence.access']) {
+    const page = await index.query({ tenantId: tenant, action, limit: 100 });
+    t.same(page.items, expected.filter((e) => e.action === action), action);
+    t.ok(page.items.length > 0, `${action} is reached`);
+  }
+  const byActor = await index.query({ tenantId: tenant, keyId: 'key-3', clientId: 'cli-even', limit: 100 });
+  t.same(byActor.items, expected.filter((e) => e.keyId === 'key-3' && e.clientId === 'cli-even'));
+  const byTime = await index.query({ tenantId: tenant, fromMs: at(3), toMs: at(6), limit: 100 });
+  t.same(byTime.items.map((e) => e.eventId), ['ver-0005', 'ev-0005', 'ver-0004', 'ver-0003', 'ev-0003']);
+  t.same((await index.query({ tenantId: 'tenant-w', limit: 10 })).items, [verificationAuditEvent(entry(50, { tenantId: 'tenant-w' }))]);
+  await evidence.close();
 });
 
 void t.test('engine errors become DrisErrors; insert errors carry no row data', async (t) => {

@@ -5,6 +5,7 @@ import t from 'tap';
 import { ChdbIndex } from '../../src/adapters/index/chdb-index.js';
 import { ClickHouseEvidenceStore, DEFAULT_HISTORY_WRITES } from '../../src/adapters/index/clickhouse-evidence-store.js';
 import type { AuditEvent } from '../../src/domain/audit/ports.js';
+import { verificationAuditEvent } from '../../src/domain/audit/verification-events.js';
 import type { VerificationHistoryEntry } from '../../src/domain/verification/types.js';
 import { setLogLevel } from '../../src/util/logger.js';
 
@@ -23,7 +24,7 @@ const options = { path: join(root, 'clickhouse'), journalDir: join(root, 'index-
 const BASE_MS = Date.parse('2026-01-01T00:00:00.000Z');
 
 function event(i: number): AuditEvent {
-  return { eventId: `ev-${String(i).padStart(4, '0')}`, atMs: BASE_MS + i, tenantId: 'acme', clientId: 'app', keyId: 'k', action: 'verify.record', resource: `record:invoices/inv-${i}`, outcome: 'pass', correlationId: `c-${i}`, detail: { n: i } };
+  return { eventId: `ev-${String(i).padStart(4, '0')}`, atMs: BASE_MS + i, tenantId: 'acme', clientId: 'app', keyId: 'k', action: 'evidence.access', resource: `record:invoices/inv-${i}`, outcome: 'pass', correlationId: `c-${i}`, detail: { n: i } };
 }
 
 function entry(i: number): VerificationHistoryEntry {
@@ -65,16 +66,19 @@ t.test('audit and history appends go through the journal and read back at once',
   await Promise.all(Array.from({ length: 300 }, (_, i) => Promise.all([index.append([event(i)]), evidence.append([entry(i)])])));
   t.equal(index.stats().auditInserts, 0, 'no insert of the index own writer');
 
+  // The trail lists the verifications from their history rows, beside its own events.
   const audit = await index.query({ tenantId: 'acme', limit: 1000 });
-  t.equal(audit.items.length, 300);
-  t.same(audit.items[0], event(299));
+  t.equal(audit.items.length, 600);
+  t.same(audit.items.slice(0, 2), [verificationAuditEvent(entry(299)), event(299)]);
   const history = await evidence.query({ tenantId: 'acme', limit: 1000 });
   t.equal(history.items.length, 300);
   t.same(history.items.at(-1), entry(0));
 
-  // Written, then read right away: the read waits for its copy.
+  // Written, then read right away: the read waits for its copy, in either table.
   await index.append([event(300)]);
   t.same((await index.query({ tenantId: 'acme', limit: 1 })).items, [event(300)]);
+  await evidence.append([entry(301)]);
+  t.same((await index.query({ tenantId: 'acme', action: 'verify.record', limit: 1 })).items, [verificationAuditEvent(entry(301))]);
   await evidence.close();
   await index.close();
 });
@@ -86,7 +90,7 @@ t.test('what the journal held at close is in the tables after a restart', async 
   await index.close();
   const again = new ChdbIndex(options);
   await again.migrate();
-  const audit = await again.query({ tenantId: 'acme', limit: 3 });
+  const audit = await again.query({ tenantId: 'acme', action: 'evidence.access', limit: 3 });
   t.same(audit.items.map((e) => e.eventId), ['ev-0302', 'ev-0301', 'ev-0300']);
   await again.close();
 });

@@ -377,6 +377,20 @@ void t.test('audit: append coalesced into one insert; query parameters and pagin
   t.same(runner.of('query')[0]?.params, { tenantId: 'ten', limit: 2, action: 'record.ingest', keyId: 'k', toMs: BASE_MS + 100 });
   t.same(page.items, [{ ...ev(2) }]);
   t.same(page.nextCursor === null ? null : decodeCursor(page.nextCursor), [BASE_MS + 2, 'e2']);
+
+  // An action names the one table holding it; no action reads both, verifications as events.
+  const sqlOf = async (action?: string): Promise<string> => {
+    await index.query({ tenantId: 'ten', limit: 1, ...(action === undefined ? {} : { action }) });
+    return runner.of('query').at(-1)?.sql ?? '';
+  };
+  const events = await sqlOf('record.ingest');
+  t.match(events, /FROM dris\.audit_events/);
+  t.notMatch(events, /dris\.verifications/);
+  const verifications = await sqlOf('verify.snapshot');
+  t.match(verifications, /FROM dris\.verifications/);
+  t.notMatch(verifications, /dris\.audit_events/);
+  const both = await sqlOf();
+  t.match(both, /FROM dris\.audit_events[\s\S]*action NOT IN \('verify\.record', 'verify\.snapshot', 'verify\.payload'\)[\s\S]*UNION ALL[\s\S]*FROM dris\.verifications/);
 });
 
 void t.test('close flushes waiting rows, closes the runner, and refuses later calls', async (t) => {

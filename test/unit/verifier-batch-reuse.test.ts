@@ -1,7 +1,6 @@
 import t from 'tap';
 import { JsHashingBackend } from '../../src/adapters/hashing/js-backend.js';
 import { Verifier } from '../../src/app/verifier.js';
-import type { AuditLog } from '../../src/domain/audit/ports.js';
 import { formBatch } from '../../src/domain/pipeline/batch-formation.js';
 import type { PipelineStore } from '../../src/domain/pipeline/ports.js';
 import { HASH_SCHEME, type AcceptedRecord, type RecordEnvelope } from '../../src/domain/records/types.js';
@@ -110,7 +109,6 @@ class FakeChain implements ChainReader {
 }
 
 const history: VerificationHistory = { append: () => Promise.resolve(), query: () => Promise.resolve({ items: [], nextCursor: null }) };
-const audit: AuditLog = { append: () => Promise.resolve(), query: () => Promise.resolve({ items: [], nextCursor: null }) };
 const caller = { principal: { keyId: 'k', tenantId: 'acme', clientId: 'app', level: 'standard' as const, tenants: new Set(['acme']) }, correlationId: 'c' };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -119,7 +117,7 @@ function setup(chainCacheMs: number): { verifier: Verifier; evidence: FakeEviden
   const chain = new FakeChain();
   // Stored-mode verification reads no snapshot: the pipeline store is never called.
   const store = {} as PipelineStore;
-  const verifier = new Verifier({ hashing, evidence, store, chain, pinner: null, history, audit }, { chainCacheMs, ipfsTimeoutMs: 1000 });
+  const verifier = new Verifier({ hashing, evidence, store, chain, pinner: null, history }, { chainCacheMs, ipfsTimeoutMs: 1000 });
   return { verifier, evidence, chain };
 }
 

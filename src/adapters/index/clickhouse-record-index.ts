@@ -1,4 +1,5 @@
 import type { AuditEvent, AuditLog, AuditQuery } from '../../domain/audit/ports.js';
+import { VERIFICATION_ACTIONS } from '../../domain/audit/verification-events.js';
 import type { KeyStore, ApiKeyRecord, AccessLevel } from '../../domain/keys/types.js';
 import { ACCESS_LEVELS } from '../../domain/keys/types.js';
 import type { RecordIndex } from '../../domain/records/ports.js';
@@ -424,6 +425,7 @@ export class ClickHouseRecordIndex implements RecordIndex, KeyStore, AuditLog {
 
   async query(query: AuditQuery): Promise<Page<AuditEvent>> {
     const limit = pageLimit(query.limit);
+    // The journal holds the verification history too (appendSink), so this waits for both tables.
     await this.#audit.settled();
     const params: Record<string, string | number> = { tenantId: query.tenantId, limit: limit + 1 };
     if (query.action !== undefined) params['action'] = query.action;
@@ -437,6 +439,7 @@ export class ClickHouseRecordIndex implements RecordIndex, KeyStore, AuditLog {
       params['beforeId'] = beforeId;
     }
     const sql = this.#sql.queryAudit({
+      sources: query.action === undefined ? 'both' : VERIFICATION_ACTIONS.includes(query.action) ? 'verifications' : 'events',
       action: query.action !== undefined,
       keyId: query.keyId !== undefined,
       clientId: query.clientId !== undefined,

@@ -1,3 +1,5 @@
+import { VERIFICATION_ACTION_OF_MODE, VERIFICATION_ACTIONS, VERIFY_RECORD_ACTION } from '../../domain/audit/verification-events.js';
+
 /**
  * SQL of the hot index, shared verbatim by the embedded engine (chDB) and a ClickHouse server
  * (@clickhouse/client). Every value travels as a server-side parameter (`{name:Type}`); the only
@@ -39,7 +41,9 @@
  *
  * audit_events (MergeTree, append-only, ORDER BY (tenant_id, at, event_id)): nothing updates an
  *   entry. An append retried after an ambiguous failure may store an event twice; reads collapse
- *   it with LIMIT 1 BY event_id, so the trail lists every event exactly once.
+ *   it with LIMIT 1 BY event_id, so the trail lists every event exactly once. The trail's
+ *   verification events are the verifications rows, read beside it (`queryAudit`); rows of those
+ *   actions that earlier versions also wrote here are not read.
  *
  * schema_migrations (ReplacingMergeTree, ORDER BY version): one row per applied migration.
  *   Every migration statement is idempotent (IF NOT EXISTS), so a crash between a statement and
@@ -675,6 +679,8 @@ export interface RecordFilterSet {
 
 /** Filters an audit query may carry. */
 export interface AuditFilterSet {
+  /** Which tables the page is read from: an action filter names one of them. */
+  readonly sources: 'events' | 'verifications' | 'both';
   readonly action: boolean;
   readonly keyId: boolean;
   readonly clientId: boolean;
@@ -722,6 +728,20 @@ const API_KEY_COLUMNS = `key_id, tenant_id, client_id, level, secret_hash,
 
 const AUDIT_COLUMNS = `event_id, toUnixTimestamp64Milli(at) AS at_ms, tenant_id, client_id, key_id, action, resource,
        outcome, correlation_id, detail`;
+
+/** `verificationAction` (verification-events.ts) of a verifications row. */
+const VERIFICATION_ACTION_SQL = `multiIf(${Object.entries(VERIFICATION_ACTION_OF_MODE)
+  .map(([mode, action]) => `mode = '${mode}', '${action}'`)
+  .join(', ')}, '${VERIFY_RECORD_ACTION}')`;
+
+/** A verifications row as the audit event `verificationAuditEvent` makes of it, in AUDIT_COLUMNS. */
+const VERIFICATION_AUDIT_COLUMNS = `verification_id AS event_id, toUnixTimestamp64Milli(at) AS at_ms, tenant_id, client_id, key_id,
+       ${VERIFICATION_ACTION_SQL} AS action,
+       if(isNull(record_id), concat('snapshot:', ifNull(snapshot_id, '')), concat('record:', ifNull(collection, ''), '/', ifNull(record_id, ''))) AS resource,
+       verification_status AS outcome, correlation_id,
+       concat('{"reasonCategory":', toJSONString(reason_category), ',"mode":', toJSONString(mode), ',"verified":', if(verified, 'true', 'false'), '}') AS detail`;
+
+const VERIFICATION_ACTIONS_SQL = VERIFICATION_ACTIONS.map((a) => `'${a}'`).join(', ');
 
 export function buildSql(database: string): IndexSql {
   const db = databaseIdentifier(database);
@@ -802,21 +822,41 @@ ${byTenant ? 'WHERE tenant_id = {tenantId:String}\n' : ''}ORDER BY created_at DE
     },
     countKeys: `SELECT count() AS n FROM ${t.apiKeys} FINAL`,
     queryAudit(f: AuditFilterSet): string {
-      const where = ['tenant_id = {tenantId:String}'];
-      if (f.action) where.push('action = {action:String}');
-      if (f.keyId) where.push('key_id = {keyId:String}');
-      if (f.clientId) where.push('client_id = {clientId:String}');
-      if (f.from) where.push(`at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')`);
-      if (f.to) where.push(`at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')`);
-      if (f.cursor) {
-        where.push(`at <= fromUnixTimestamp64Milli({beforeMs:Int64}, 'UTC')`);
-        where.push(`(at < fromUnixTimestamp64Milli({beforeMs:Int64}, 'UTC') OR event_id < {beforeId:String})`);
-      }
-      return `SELECT ${AUDIT_COLUMNS}
+      const where = (id: string, action: string): string => {
+        const w = ['tenant_id = {tenantId:String}'];
+        if (f.action) w.push(`${action} = {action:String}`);
+        if (f.keyId) w.push('key_id = {keyId:String}');
+        if (f.clientId) w.push('client_id = {clientId:String}');
+        if (f.from) w.push(`at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')`);
+        if (f.to) w.push(`at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')`);
+        if (f.cursor) {
+          w.push(`at <= fromUnixTimestamp64Milli({beforeMs:Int64}, 'UTC')`);
+          w.push(`(at < fromUnixTimestamp64Milli({beforeMs:Int64}, 'UTC') OR ${id} < {beforeId:String})`);
+        }
+        return w.join('\n  AND ');
+      };
+      const events = `SELECT ${AUDIT_COLUMNS}
 FROM ${t.auditEvents}
-WHERE ${where.join('\n  AND ')}
+WHERE ${where('event_id', 'action')}
+  AND action NOT IN (${VERIFICATION_ACTIONS_SQL})
 ORDER BY at DESC, event_id DESC
 LIMIT 1 BY event_id
+LIMIT {limit:UInt32}`;
+      const verifications = `SELECT ${VERIFICATION_AUDIT_COLUMNS}
+FROM ${t.verifications}
+WHERE ${where('verification_id', VERIFICATION_ACTION_SQL)}
+ORDER BY at DESC, verification_id DESC
+LIMIT 1 BY verification_id
+LIMIT {limit:UInt32}`;
+      if (f.sources === 'events') return events;
+      if (f.sources === 'verifications') return verifications;
+      return `SELECT * FROM
+(
+${events}
+UNION ALL
+${verifications}
+)
+ORDER BY at_ms DESC, event_id DESC
 LIMIT {limit:UInt32}`;
     },
     ping: 'SELECT 1 AS ok',

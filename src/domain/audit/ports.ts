@@ -49,6 +49,10 @@ export interface AuditLog {
    * together in one insert.
    */
   append(events: readonly AuditEvent[]): Promise<void>;
-  /** Newest first (at, then eventId, descending). */
+  /**
+   * Newest first (at, then eventId, descending). Verification attempts are listed too: they are
+   * stored once, in the verification history, and read as `verificationAuditEvent` makes them;
+   * appended events with a verification action (VERIFICATION_ACTIONS) are not listed.
+   */
   query(query: AuditQuery): Promise<Page<AuditEvent>>;
 }
