@@ -377,6 +377,20 @@ void t.test('api keys: put, get, list, count, revoke by re-put', async (t) => {
   t.same(await index.listKeys('ten-1'), [b, revoked]);
 });
 
+/** Every event of a tenant's trail, a page of `limit` at a time, following the cursors. */
+async function auditPages(tenantId: string, limit: number): Promise<{ ids: string[]; pages: number }> {
+  const ids: string[] = [];
+  let cursor: string | null = null;
+  let pages = 0;
+  do {
+    const p = await index.query({ tenantId, limit, ...(cursor === null ? {} : { cursor }) });
+    ids.push(...p.items.map((i) => i.eventId));
+    cursor = p.nextCursor;
+    pages += 1;
+  } while (cursor !== null && pages < 50);
+  return { ids, pages };
+}
+
 void t.test('audit: append coalesced, query newest first with filters and paging', async (t) => {
   const tenant = 'tenant-a';
   const ev = (i: number, over: Partial<AuditEvent> = {}): AuditEvent => ({
@@ -406,17 +420,9 @@ void t.test('audit: append coalesced, query newest first with filters and paging
   t.same(page.items, newestFirst);
   t.equal(page.nextCursor, null);
 
-  const ids: string[] = [];
-  let cursor: string | null = null;
-  let pages = 0;
-  do {
-    const p = await index.query({ tenantId: tenant, limit: 6, ...(cursor === null ? {} : { cursor }) });
-    ids.push(...p.items.map((i) => i.eventId));
-    cursor = p.nextCursor;
-    pages += 1;
-  } while (cursor !== null && pages < 50);
-  t.equal(pages, 7);
-  t.same(ids, newestFirst.map((e) => e.eventId));
+  const paged = await auditPages(tenant, 6);
+  t.equal(paged.pages, 7);
+  t.same(paged.ids, newestFirst.map((e) => e.eventId));
 
   const byAction = await index.query({ tenantId: tenant, action: 'key.create', limit: 100 });
   t.same(byAction.items.map((e) => e.eventId), newestFirst.filter((e) => e.action === 'key.create').map((e) => e.eventId));
@@ -498,16 +504,7 @@ void t.test('audit: verifications are listed from their history rows, beside the
   t.match(listed.get('ver-0003'), { action: 'verify.payload', resource: 'snapshot:snap-3', detail: { mode: 'hash', verified: true } });
   t.match(listed.get('ver-0004'), { action: 'verify.snapshot', resource: 'snapshot:snap-4', outcome: 'pass' });
 
-  const ids: string[] = [];
-  let cursor: string | null = null;
-  let pages = 0;
-  do {
-    const p = await index.query({ tenantId: tenant, limit: 4, ...(cursor === null ? {} : { cursor }) });
-    ids.push(...p.items.map((i) => i.eventId));
-    cursor = p.nextCursor;
-    pages += 1;
-  } while (cursor !== null && pages < 50);
-  t.same(ids, expected.map((e) => e.eventId), 'pages across both tables, in order, without overlap');
+  t.same((await auditPages(tenant, 4)).ids, expected.map((e) => e.eventId), 'pages across both tables, in order, without overlap');
 
   for (const action of ['verify.record', 'verify.payload', 'verify.snapshot', 'evidence.access']) {
     const page = await index.query({ tenantId: tenant, action, limit: 100 });
