@@ -210,14 +210,15 @@ export class ClickHouseEvidenceStore implements EvidenceIndex, VerificationHisto
     const tenants = [...new Set(lookups.map((l) => l.tenantId))];
     const collections = [...new Set(lookups.map((l) => l.collection))];
     const ids = [...new Set(lookups.map((l) => l.recordId))];
-    const rows =
-      tenants.length === 1 && collections.length === 1
-        ? await readLookup(this.runner, this.#db, 'tenant_id = {tenant:String} AND collection = {collection:String} AND record_id IN {ids:Array(String)}', {
-            tenant: tenants[0] ?? '',
-            collection: collections[0] ?? '',
-            ids,
-          })
-        : await readLookup(this.runner, this.#db, 'tenant_id IN {tenants:Array(String)} AND collection IN {collections:Array(String)} AND record_id IN {ids:Array(String)}', { tenants, collections, ids });
+    const one = tenants.length === 1 && collections.length === 1;
+    const rows = await readLookup(
+      this.runner,
+      this.#db,
+      one
+        ? 'tenant_id = {tenant:String} AND collection = {collection:String} AND record_id IN {ids:Array(String)}'
+        : 'tenant_id IN {tenants:Array(String)} AND collection IN {collections:Array(String)} AND record_id IN {ids:Array(String)}',
+      one ? { tenant: tenants[0] ?? '', collection: collections[0] ?? '', ids } : { tenants, collections, ids },
+    );
     const stored = rows.map(toStored);
     return lookups.map((l) => stored.filter((r) => matches(l, r)).slice(-1000));
   }

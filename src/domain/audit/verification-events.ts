@@ -17,7 +17,7 @@ export const VERIFICATION_ACTION_OF_MODE: Readonly<Record<string, string>> = {
 export const VERIFY_RECORD_ACTION = 'verify.record';
 
 /** Every action the audit trail takes from the verification history. */
-export const VERIFICATION_ACTIONS: readonly string[] = [VERIFY_RECORD_ACTION, ...new Set(Object.values(VERIFICATION_ACTION_OF_MODE))];
+export const VERIFICATION_ACTIONS: readonly string[] = [VERIFY_RECORD_ACTION, ...Object.values(VERIFICATION_ACTION_OF_MODE)];
 
 export function verificationAction(mode: string): string {
   return VERIFICATION_ACTION_OF_MODE[mode] ?? VERIFY_RECORD_ACTION;
