@@ -30,12 +30,14 @@ function secretParam(name: string): boolean {
  * as `***` when it could still hold one (it has `@`, `?` or a secret-looking part), else as is.
  */
 export function sanitizeUrl(raw: string): string {
-  let url: URL;
+  let url: URL | undefined;
   try {
     url = new URL(raw);
   } catch {
-    return /[@?#]/.test(raw) || raw.split(/[/:]/).some(secretSegment) ? REDACTED : raw;
+    url = undefined;
   }
+  // `user:pass@host` parses as a URL of scheme `user:` with no host: treated as text.
+  if (url === undefined || url.host === '') return /[@?#]/.test(raw) || raw.split(/[/:]/).some(secretSegment) ? REDACTED : raw;
   if (url.username !== '') url.username = REDACTED;
   if (url.password !== '') url.password = REDACTED;
   if (url.pathname !== '' && url.pathname !== '/') {
@@ -57,7 +59,8 @@ export function sanitizeUrl(raw: string): string {
   return url.toString().replace(/%2A%2A%2A/gi, REDACTED);
 }
 
-const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]{1,15}:\/\/[^\s"'<>`]+/gi;
+/** A URL inside prose ends before a space, a quote, a bracket or a comma, and not on a full stop. */
+const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]{1,15}:\/\/[^\s"'<>`,;()[\]{}]+[^\s"'<>`,;()[\]{}.]/gi;
 const BEARER_IN_TEXT = /\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]+/g;
 /** `password=...`, `token: ...`, `"apiKey":"..."` in free text (error messages of clients). */
 const ASSIGNMENT_IN_TEXT = /\b(password|passwd|pwd|token|secret|api[_-]?key|private[_-]?key|authorization)(["']?\s*[:=]\s*["']?)([^\s"',;&)}]+)/gi;
