@@ -15,14 +15,14 @@ import { Anchorer } from './app/anchorer.js';
 import { LeaderLoop } from './app/leader-loop.js';
 import { ClickHousePipelineStore } from './adapters/index/clickhouse-pipeline-store.js';
 import { pipelineRoutes } from './http/pipeline-routes.js';
-import { policyAdminRoutes, verifyRoutes } from './http/verify-routes.js';
+import { verifyRoutes } from './http/verify-routes.js';
 import { Verifier } from './app/verifier.js';
 import { ClickHouseEvidenceStore, DEFAULT_HISTORY_WRITES } from './adapters/index/clickhouse-evidence-store.js';
 import type { ChainReader } from './domain/verification/ports.js';
 import type { Route } from './http/router.js';
 import { KeyAdmin, resolveAdminToken } from './app/key-admin.js';
-import { HealthMonitor, type Probe } from './app/health.js';
-import { AdminAuthenticator } from './app/admin-auth.js';
+import { chainFacts, HealthMonitor, type Probe } from './app/health.js';
+import { startAdminListener } from './http/admin-listener.js';
 import { EvidenceAccess } from './app/evidence-access.js';
 import { InlineHasher } from './app/inline-hasher.js';
 import type { RecordHasher } from './app/ingest-service.js';
@@ -33,7 +33,7 @@ import { EmbeddedQueue } from './adapters/queue/embedded-queue.js';
 import { EmbeddedAdmissionStore } from './adapters/limits/embedded-admission-store.js';
 import { ProcessLock } from './adapters/process-lock.js';
 import { Router } from './http/router.js';
-import { buildAdminRoutes, buildRoutes } from './http/routes.js';
+import { buildRoutes } from './http/routes.js';
 import { buildOpenApi } from './http/openapi.js';
 import { swaggerAssets } from './http/swagger.js';
 import { UwsHttpServer, uwsIsNative } from './http/uws-server.js';
@@ -338,17 +338,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
           unavailable: Object.fromEntries(hashing.tried.map((t) => [t.name, t.error instanceof Error ? t.error.message : String(t.error)])),
         },
         http: { engine: 'uWebSockets.js', native: uwsIsNative() },
-        ...(chainInfo === undefined
-          ? {}
-          : {
-              chain: {
-                chainId: chainInfo.chainId,
-                contractAddress: chainInfo.contractAddress,
-                rpcUrl: chainInfo.rpcUrl,
-                anchorer: chainInfo.anchorerAddress,
-                ...(cfg.chain.publicRpcUrl === undefined ? {} : { publicRpcUrl: cfg.chain.publicRpcUrl }),
-              },
-            }),
+        ...(chainInfo === undefined ? {} : { chain: chainFacts(chainInfo, cfg.chain.publicRpcUrl) }),
         probes,
         timeoutMs: 2000,
       });
@@ -389,26 +379,23 @@ export async function startService(cfg: Config): Promise<RunningService> {
           maxBulkBodyBytes: cfg.maxBulkBodyBytes,
         }),
       ]);
-      // Administration has a listener of its own (loopback by default), so the public port
-      // answers 404 for every admin path and a firewall rule is not what protects key minting.
-      const adminServer = new UwsHttpServer({
+      const adminListener = await startAdminListener({
         host: cfg.adminHost,
         port: cfg.adminPort,
-        router: new Router([
-          ...buildAdminRoutes({ keys, health, onKeyChanged: (keyId) => authenticator.invalidate(keyId) }),
-          ...policyAdminRoutes({ audit: index, policies: evidenceAccess }),
-        ]),
+        token: admin.token,
+        maxFailures: cfg.adminMaxFailures,
+        allowSlowHttp: cfg.allowSlowHttp,
+        keys,
+        health,
+        audit: index,
+        policies: evidenceAccess,
         authenticator,
         rateLimiter: admission,
         rateLimits: cfg.rateLimits,
         rateWindowMs: cfg.rateWindowMs,
-        adminAuth: new AdminAuthenticator({ token: admin.token, maxFailures: cfg.adminMaxFailures }),
-        maxInFlight: 256,
-        allowSlowHttp: cfg.allowSlowHttp,
       });
-      adminPort = await adminServer.listen();
-      closers.push(() => adminServer.close());
-      log.info({ host: cfg.adminHost, port: adminPort }, 'admin listening');
+      adminPort = adminListener.port;
+      closers.push(() => adminListener.close());
       const server = new UwsHttpServer({
         host: cfg.host,
         port: cfg.port,

@@ -49,6 +49,12 @@ export interface ChainFacts {
   readonly publicRpcUrl?: string;
 }
 
+/** The chain's facts for the report; the public RPC URL only when the operator declared one. */
+export function chainFacts(info: { chainId: number; contractAddress: string; anchorerAddress: string; rpcUrl: string }, publicRpcUrl: string | undefined): ChainFacts {
+  const facts = { chainId: info.chainId, contractAddress: info.contractAddress, anchorer: info.anchorerAddress, rpcUrl: info.rpcUrl };
+  return publicRpcUrl === undefined ? facts : { ...facts, publicRpcUrl };
+}
+
 export interface HealthReport {
   readonly status: 'ok' | 'degraded';
   readonly version: string;
