@@ -37,6 +37,8 @@ export interface AdminListenerOptions {
   readonly rateWindowMs: number;
 }
 
+const LOOPBACK = /^(127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|localhost)$/i;
+
 /** Resolves once bound; logs `admin listening` with the port (useful with port 0). */
 export async function startAdminListener(o: AdminListenerOptions): Promise<{ port: number; close(): void }> {
   const server = new UwsHttpServer({
@@ -56,6 +58,8 @@ export async function startAdminListener(o: AdminListenerOptions): Promise<{ por
     allowSlowHttp: o.allowSlowHttp,
   });
   const port = await server.listen();
-  componentLogger('main').info({ host: o.host, port }, 'admin listening');
+  const log = componentLogger('main');
+  log.info({ host: o.host, port }, 'admin listening');
+  if (!LOOPBACK.test(o.host)) log.warn({ host: o.host }, 'the administration listener is not on loopback: keep its port off public networks');
   return { port, close: () => server.close() };
 }

@@ -488,6 +488,16 @@ export function ingestSuite(t: Test, mode: Mode): void {
     t.equal(old.status, 401);
     t.equal(old.body.error, 'revoked_api_key');
     await run(process.execPath, [cliPath, 'keys', 'revoke', rotated.key.keyId], { env: cliEnv });
+    // Without a URL the CLI finds the listener as the service binds it: DRIS_ADMIN_HOST / DRIS_ADMIN_PORT.
+    const derivedEnv = { ...process.env, DRIS_ADMIN_HOST: '0.0.0.0', DRIS_ADMIN_PORT: String(svc.adminPort), DRIS_ADMIN_TOKEN: svc.adminToken };
+    const derived = JSON.parse((await run(process.execPath, [cliPath, 'keys', 'list', '--tenant', 'acme'], { env: derivedEnv })).stdout) as { items: unknown[] };
+    t.ok(derived.items.length > 0);
+    const unknownPort = await run(process.execPath, [cliPath, 'keys', 'list'], { env: { ...derivedEnv, DRIS_ADMIN_PORT: '0' } }).then(
+      () => null,
+      (err: { code?: number; stderr?: string }) => err,
+    );
+    t.equal(unknownPort?.code, 2, 'port 0 cannot be derived: the CLI says to pass --url');
+    t.match(unknownPort?.stderr, /DRIS_ADMIN_URL/);
     t.equal((await request<ErrBody>(svc, 'POST', '/api/v1/records', { key: rotated.apiKey, body: record() })).body.error, 'revoked_api_key');
   });
 
