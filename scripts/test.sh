@@ -9,7 +9,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(unit conformance integration)
+[ ${#suites[@]} -gt 0 ] || suites=(unit conformance integration faults)
 
 fail_setup() {
   printf '%s\n' "setup failed: $*" >&2

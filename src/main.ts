@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { anchorerKeySource, describeConfig, type Config } from './config/config.js';
+import { anchorerKeySource, describeConfig, MIN_ADMIN_TOKEN_BYTES, type Config } from './config/config.js';
 import { DrisError } from './errors/dris-error.js';
 import type { RecordQueue } from './domain/records/ports.js';
 import type { ClickHouseRecordIndex } from './adapters/index/clickhouse-record-index.js';
@@ -21,7 +21,9 @@ import { ClickHouseEvidenceStore, DEFAULT_HISTORY_WRITES } from './adapters/inde
 import type { ChainReader } from './domain/verification/ports.js';
 import type { Route } from './http/router.js';
 import { KeyAdmin, resolveAdminToken } from './app/key-admin.js';
-import { healthReporter, type Probe } from './app/health.js';
+import { chainFacts, HealthMonitor, type Probe } from './app/health.js';
+import { startAdminListener } from './http/admin-listener.js';
+import { EvidenceAccess } from './app/evidence-access.js';
 import { InlineHasher } from './app/inline-hasher.js';
 import type { RecordHasher } from './app/ingest-service.js';
 import { HashingService } from './adapters/hashing/hashing-service.js';
@@ -42,6 +44,8 @@ import { componentLogger } from './util/logger.js';
 export interface RunningService {
   /** Bound HTTP port, or null when this process does not run the api role. */
   readonly port: number | null;
+  /** Bound port of the administration listener (api role only). */
+  readonly adminPort: number | null;
   close(): Promise<void>;
 }
 
@@ -310,6 +314,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
 
     const chainInfo = pipeline?.chain.info();
     let port: number | null = null;
+    let adminPort: number | null = null;
     if (cfg.roles.includes('api')) {
       const { store: admission, adapter: admissionAdapter } = await openAdmission(cfg);
       closers.push(() => admission.close());
@@ -318,12 +323,12 @@ export async function startService(cfg: Config): Promise<RunningService> {
       const keys = new KeyAdmin(index, index);
       const bootstrapFile = await keys.bootstrap(cfg.dataDir);
       if (bootstrapFile !== null) log.info({ file: bootstrapFile }, 'no API keys existed: a standard key for tenant default was written to this file (mode 0600)');
-      const admin = resolveAdminToken(cfg.dataDir, cfg.adminToken);
+      const admin = resolveAdminToken(cfg.dataDir, cfg.adminToken, MIN_ADMIN_TOKEN_BYTES);
       if (admin.file !== null) log.info({ file: admin.file }, 'key administration token file');
 
       const authenticator = new Authenticator(index, { refreshMs: cfg.keyRefreshMs });
       const ingest = new IngestService({ hasher, queue, idempotency: admission, idempotencyTtlMs: cfg.idempotencyTtlMs });
-      const health = healthReporter({
+      const health = new HealthMonitor({
         version,
         startedAtMs,
         roles: cfg.roles,
@@ -333,12 +338,14 @@ export async function startService(cfg: Config): Promise<RunningService> {
           unavailable: Object.fromEntries(hashing.tried.map((t) => [t.name, t.error instanceof Error ? t.error.message : String(t.error)])),
         },
         http: { engine: 'uWebSockets.js', native: uwsIsNative() },
-        ...(chainInfo === undefined ? {} : { chain: { chainId: chainInfo.chainId, contractAddress: chainInfo.contractAddress, rpcUrl: chainInfo.rpcUrl, anchorer: chainInfo.anchorerAddress } }),
+        ...(chainInfo === undefined ? {} : { chain: chainFacts(chainInfo, cfg.chain.publicRpcUrl) }),
         probes,
         timeoutMs: 2000,
       });
       const evidence = new ClickHouseEvidenceStore(index.runner, index.database, { history: index.appendSink('verifications', DEFAULT_HISTORY_WRITES) });
       closers.push(() => evidence.close());
+      // Policies change rarely and are read by every answer carrying evidence: cached like keys.
+      const evidenceAccess = new EvidenceAccess(evidence, index, { refreshMs: cfg.keyRefreshMs });
       const reader = await openChainReader(cfg, chainInfo);
       if (reader !== null) closers.push(() => reader.close());
       const verifierPinner = pipeline?.pinner ?? (await openVerifierPinner(cfg));
@@ -359,20 +366,36 @@ export async function startService(cfg: Config): Promise<RunningService> {
         },
       );
       const router = new Router([
-        ...pipelineRoutes({ store, anchorer, maxBodyBytes: cfg.maxBodyBytes, audit: index }),
-        ...verifyRoutes({ verifier, evidence, history: evidence, audit: index, policies: evidence, maxBodyBytes: cfg.maxBodyBytes }),
+        ...pipelineRoutes({ store, anchorer, maxBodyBytes: cfg.maxBodyBytes, audit: index, evidence: evidenceAccess }),
+        ...verifyRoutes({ verifier, evidence, history: evidence, audit: index, policies: evidenceAccess, maxBodyBytes: cfg.maxBodyBytes }),
         ...(pipeline?.gateway ?? []),
         ...buildRoutes({
           ingest,
           index,
-          keys,
           health,
+          evidence: evidenceAccess,
           swagger: swaggerAssets(buildOpenApi(version)),
           maxBodyBytes: cfg.maxBodyBytes,
           maxBulkBodyBytes: cfg.maxBulkBodyBytes,
-          onKeyChanged: (keyId) => authenticator.invalidate(keyId),
         }),
       ]);
+      const adminListener = await startAdminListener({
+        host: cfg.adminHost,
+        port: cfg.adminPort,
+        token: admin.token,
+        maxFailures: cfg.adminMaxFailures,
+        allowSlowHttp: cfg.allowSlowHttp,
+        keys,
+        health,
+        audit: index,
+        policies: evidenceAccess,
+        authenticator,
+        rateLimiter: admission,
+        rateLimits: cfg.rateLimits,
+        rateWindowMs: cfg.rateWindowMs,
+      });
+      adminPort = adminListener.port;
+      closers.push(() => adminListener.close());
       const server = new UwsHttpServer({
         host: cfg.host,
         port: cfg.port,
@@ -381,7 +404,6 @@ export async function startService(cfg: Config): Promise<RunningService> {
         rateLimiter: admission,
         rateLimits: cfg.rateLimits,
         rateWindowMs: cfg.rateWindowMs,
-        adminToken: admin.token,
         maxInFlight: 10_000,
         allowSlowHttp: cfg.allowSlowHttp,
       });
@@ -390,7 +412,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
       closers.push(() => server.close());
       log.info({ host: cfg.host, port }, 'listening');
     }
-    return { port, close };
+    return { port, adminPort, close };
   } catch (err) {
     await close();
     if (err instanceof DrisError) throw err;

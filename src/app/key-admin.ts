@@ -120,14 +120,31 @@ export class KeyAdmin {
   }
 }
 
-/** The token that guards key administration: DRIS_ADMIN_TOKEN, else a 0600 file made once. */
-export function resolveAdminToken(dataDir: string, configured: string | undefined): { token: string; file: string | null } {
-  if (configured !== undefined) return { token: configured, file: null };
+/**
+ * The token that guards the administration listener: DRIS_ADMIN_TOKEN (its length is checked with
+ * the configuration), else <dataDir>/admin-token, made once with 32 random bytes (256 bits) and
+ * mode 0600. A token file shorter than minBytes stops start-up: a short token is guessable
+ * whatever the throttling.
+ */
+export function resolveAdminToken(dataDir: string, configured: string | undefined, minBytes: number): { token: string; file: string | null } {
+  if (configured !== undefined) {
+    if (Buffer.byteLength(configured, 'utf8') < minBytes) throw new DrisError('config_invalid', `DRIS_ADMIN_TOKEN must be at least ${minBytes} bytes`);
+    return { token: configured, file: null };
+  }
   const file = path.join(dataDir, 'admin-token');
-  if (existsSync(file)) return { token: readFileSync(file, 'utf8').trim(), file };
+  if (existsSync(file)) {
+    const token = readFileSync(file, 'utf8').trim();
+    if (Buffer.byteLength(token, 'utf8') < minBytes) {
+      throw new DrisError('config_invalid', `the admin token in ${file} is shorter than ${minBytes} bytes; replace it (e.g. openssl rand -base64 32 > ${file}) or delete it to have one generated`);
+    }
+    return { token, file };
+  }
   mkdirSync(dataDir, { recursive: true });
-  const token = randomBytes(32).toString('base64url');
+  const token = randomBytes(ADMIN_TOKEN_RANDOM_BYTES).toString('base64url');
   writeFileSync(file, token + '\n', { mode: 0o600 });
   chmodSync(file, 0o600);
   return { token, file };
 }
+
+/** Random bytes of a generated admin token (43 base64url characters). */
+export const ADMIN_TOKEN_RANDOM_BYTES = 32;

@@ -3,7 +3,8 @@ import './threadpool.js';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../config/config.js';
+import { DEFAULT_ADMIN_PORT, loadConfig } from '../config/config.js';
+import { sanitizeText, sanitizeUrl } from '../util/redact.js';
 import { parseArgsRefusal } from './arg-errors.js';
 import type { DrisError } from '../errors/dris-error.js';
 import { isDrisError } from '../errors/dris-error.js';
@@ -11,7 +12,7 @@ import { setLogLevel } from '../util/logger.js';
 
 /**
  * `dris serve` runs the service; `dris keys ...` provisions API keys against a running service
- * through its key-administration endpoints (guarded by the admin token).
+ * through its administration listener (DRIS_ADMIN_HOST:DRIS_ADMIN_PORT, guarded by the admin token).
  */
 
 const USAGE = `usage:
@@ -27,7 +28,8 @@ const USAGE = `usage:
   dris verify <receipt.json> --rpc URL [--payload FILE] [--ipfs-gateway URL] [--json] [--timeout-ms N]
                                   check a receipt without the service (dris verify --help)
 options of keys commands:
-  --url URL            service base URL (default http://HOST:PORT from the environment)
+  --url URL            administration listener's base URL (default DRIS_ADMIN_URL, else
+                       http://DRIS_ADMIN_HOST:DRIS_ADMIN_PORT, 127.0.0.1:8081)
   --admin-token TOKEN  admin token (default DRIS_ADMIN_TOKEN, else <DRIS_DATA_DIR>/admin-token)`;
 
 function fail(message: string, code = 2): never {
@@ -77,10 +79,21 @@ interface KeyOptions {
   'grace-seconds'?: string;
 }
 
+/** Where the administration listener is: --url, DRIS_ADMIN_URL, else derived as the service binds it. */
+function adminUrlOf(url: string | undefined, env: NodeJS.ProcessEnv): string {
+  const configuredHost = env['DRIS_ADMIN_HOST'];
+  // A wildcard bind is reached on loopback.
+  const host = configuredHost === undefined || configuredHost === '' || configuredHost === '0.0.0.0' || configuredHost === '::' ? '127.0.0.1' : configuredHost;
+  const port = env['DRIS_ADMIN_PORT'] === undefined || env['DRIS_ADMIN_PORT'] === '' ? String(DEFAULT_ADMIN_PORT) : env['DRIS_ADMIN_PORT'];
+  if (url === undefined && (env['DRIS_ADMIN_URL'] ?? '') === '' && port === '0') {
+    fail('DRIS_ADMIN_PORT is 0 (a free port chosen at start): pass --url or DRIS_ADMIN_URL with the port of the `admin listening` log line');
+  }
+  return (url ?? (env['DRIS_ADMIN_URL'] || undefined) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
+}
+
 function adminTarget(opts: KeyOptions): { url: string; token: string } {
   const env = process.env;
-  const host = env['HOST'] === undefined || env['HOST'] === '' || env['HOST'] === '0.0.0.0' ? '127.0.0.1' : env['HOST'];
-  const url = (opts.url ?? env['DRIS_URL'] ?? `http://${host.includes(':') ? `[${host}]` : host}:${env['PORT'] ?? '8080'}`).replace(/\/+$/, '');
+  const url = adminUrlOf(opts.url, env);
   let token = opts['admin-token'] ?? env['DRIS_ADMIN_TOKEN'];
   if (token === undefined || token === '') {
     const file = path.resolve(env['DRIS_DATA_DIR'] ?? './data', 'admin-token');
@@ -102,7 +115,7 @@ async function call(target: { url: string; token: string }, method: string, rout
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
   } catch (err) {
-    fail(`cannot reach the service at ${target.url}: ${(err as Error).message}`, 1);
+    fail(`cannot reach the administration listener at ${sanitizeUrl(target.url)}: ${sanitizeText((err as Error).message)}`, 1);
   }
   const text = await res.text();
   let parsed: unknown = text;

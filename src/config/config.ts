@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { DrisError, type FieldError } from '../errors/dris-error.js';
 import { ACCESS_LEVELS, type AccessLevel } from '../domain/keys/types.js';
+import { sanitizeUrl } from '../util/redact.js';
 
 /**
  * All configuration, read from the environment in one place and validated before anything
@@ -94,8 +95,14 @@ export interface Config {
   readonly roles: readonly Role[];
   readonly allowSlowHttp: boolean;
   readonly logLevel: string;
-  /** Token of the key-administration endpoints; read from <dataDir>/admin-token when unset. */
+  /** Token of the key-administration endpoints (at least 32 bytes); read from <dataDir>/admin-token when unset. */
   readonly adminToken?: string;
+  /** Interface of the administration listener (key and policy administration, detailed health). */
+  readonly adminHost: string;
+  /** Port of the administration listener; 0 picks a free one (logged as `admin listening`). */
+  readonly adminPort: number;
+  /** Failed admin-token attempts allowed per client address and minute before answers turn to 429. */
+  readonly adminMaxFailures: number;
   /** Interval at which an API process refreshes its view of the key store, milliseconds. */
   readonly keyRefreshMs: number;
   /** Hashing pool threads (0 = hash on the event loop only). */
@@ -183,6 +190,10 @@ class Reader {
     }
   }
 }
+
+/** Shortest admin token accepted, bytes: 256 bits, as many as the generated one carries. */
+export const MIN_ADMIN_TOKEN_BYTES = 32;
+export const DEFAULT_ADMIN_PORT = 8081;
 
 export const DEFAULT_RATE_LIMITS: Readonly<Record<AccessLevel, number>> = { standard: 1000, premium: 10_000, enterprise: 100_000 };
 
@@ -322,10 +333,18 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   }
 
   const hostRaw = r.str('HOST') ?? '127.0.0.1';
+  const adminToken = r.str('DRIS_ADMIN_TOKEN');
+  if (adminToken !== undefined && Buffer.byteLength(adminToken, 'utf8') < MIN_ADMIN_TOKEN_BYTES) {
+    // The value itself is never quoted: configuration errors are printed and logged.
+    r.problems.push({ path: 'DRIS_ADMIN_TOKEN', code: 'too_short', message: `must be at least ${MIN_ADMIN_TOKEN_BYTES} bytes (e.g. openssl rand -base64 32)` });
+  }
   const cfg = withOptional(
     {
       port: r.int('PORT', 8080, 0, 65535),
       host: hostRaw,
+      adminHost: r.str('DRIS_ADMIN_HOST') ?? '127.0.0.1',
+      adminPort: r.int('DRIS_ADMIN_PORT', DEFAULT_ADMIN_PORT, 0, 65535),
+      adminMaxFailures: r.int('DRIS_ADMIN_MAX_FAILURES', 10, 1, 10_000),
       dataDir: path.resolve(cwd, r.str('DRIS_DATA_DIR') ?? './data'),
       batchMaxRecords: r.int('DRIS_BATCH_MAX_RECORDS', 1000, 1, 1000),
       batchMaxWaitMs: r.int('DRIS_BATCH_MAX_WAIT_MS', 60_000, 10, 3_600_000),
@@ -352,9 +371,12 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       leaderLeaseMs: r.int('DRIS_LEADER_LEASE_MS', 10_000, 500, 600_000),
       verifyChainCacheMs: r.int('DRIS_VERIFY_CHAIN_CACHE_MS', 5_000, 0, 3_600_000),
     } satisfies Omit<Config, 'adminToken' | 'nats' | 'redis' | 'clickhouse' | 'evmRpcUrl' | 'ipfsApiUrl' | 'ipfsGatewayUrl'>,
-    { adminToken: r.str('DRIS_ADMIN_TOKEN'), evmRpcUrl, ipfsApiUrl, ipfsGatewayUrl: r.str('DRIS_IPFS_GATEWAY_URL')?.replace(/\/+$/, '') },
+    { adminToken, evmRpcUrl, ipfsApiUrl, ipfsGatewayUrl: r.str('DRIS_IPFS_GATEWAY_URL')?.replace(/\/+$/, '') },
   ) as Config;
 
+  if (cfg.adminPort !== 0 && cfg.adminPort === cfg.port) {
+    r.problems.push({ path: 'DRIS_ADMIN_PORT', code: 'invalid_value', message: 'must differ from PORT: administration has a listener of its own' });
+  }
   if (r.problems.length > 0) {
     throw new DrisError('config_invalid', `invalid configuration: ${r.problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, {
       fields: r.problems,
@@ -367,32 +389,31 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   return out as unknown as Config;
 }
 
-/** What the health answer and the start-up log may show of the configuration: no credentials. */
+/**
+ * What the start-up log may show of the configuration: endpoints through the URL sanitiser (no
+ * userinfo, no keys in paths or queries), no tokens, passwords or keys at all.
+ */
 export function describeConfig(cfg: Config): Record<string, unknown> {
-  const redact = (u: string | undefined): string | undefined => {
-    if (u === undefined) return undefined;
-    try {
-      const url = new URL(u);
-      if (url.password !== '') url.password = '***';
-      return url.toString();
-    } catch {
-      return '***';
-    }
-  };
+  const url = (u: string | undefined): string => (u === undefined ? '' : sanitizeUrl(u));
   return {
     port: cfg.port,
     host: cfg.host,
+    adminHost: cfg.adminHost,
+    adminPort: cfg.adminPort,
+    adminTokenSource: cfg.adminToken === undefined ? 'file' : 'environment',
     dataDir: cfg.dataDir,
     roles: cfg.roles,
     batchMaxRecords: cfg.batchMaxRecords,
     batchMaxWaitMs: cfg.batchMaxWaitMs,
     hashBackend: cfg.hashBackend,
     rateLimits: cfg.rateLimits,
-    queue: cfg.nats === undefined ? 'embedded' : `nats ${redact(cfg.nats.url) ?? ''}`,
-    admission: cfg.redis === undefined ? 'embedded' : `redis ${redact(cfg.redis.url) ?? ''}`,
-    index: cfg.clickhouse === undefined ? 'embedded (chdb)' : `clickhouse ${redact(cfg.clickhouse.url) ?? ''}`,
-    chain: cfg.chain.rpcUrl === undefined ? 'embedded (anvil)' : `${redact(cfg.chain.rpcUrl) ?? ''}`,
-    ipfs: cfg.ipfsApiUrl === undefined ? 'embedded' : `kubo ${redact(cfg.ipfsApiUrl) ?? ''}`,
+    queue: cfg.nats === undefined ? 'embedded' : `nats ${url(cfg.nats.url)}`,
+    admission: cfg.redis === undefined ? 'embedded' : `redis ${url(cfg.redis.url)}`,
+    index: cfg.clickhouse === undefined ? 'embedded (chdb)' : `clickhouse ${url(cfg.clickhouse.url)}`,
+    chain: cfg.chain.rpcUrl === undefined ? 'embedded (anvil)' : url(cfg.chain.rpcUrl),
+    ...(cfg.chain.publicRpcUrl === undefined ? {} : { publicRpcUrl: url(cfg.chain.publicRpcUrl) }),
+    ipfs: cfg.ipfsApiUrl === undefined ? 'embedded' : `kubo ${url(cfg.ipfsApiUrl)}`,
+    ...(cfg.ipfsGatewayUrl === undefined ? {} : { ipfsGatewayUrl: url(cfg.ipfsGatewayUrl) }),
     anchorRetry: cfg.anchorRetry,
   };
 }

@@ -1,6 +1,6 @@
 import type { tags } from 'typia';
 import type { RecordSummary } from '../domain/records/types.js';
-import type { HealthReport } from '../app/health.js';
+import type { PublicHealth } from '../app/health.js';
 import type { RetrievalPolicy } from '../domain/evidence/policy.js';
 
 /** Answer shapes that exist only on the wire; the OpenAPI schemas are generated from them. */
@@ -33,13 +33,25 @@ export interface RateLimitResponse extends ErrorResponse {
   resetTime: string & tags.Format<'date-time'>;
 }
 
+/**
+ * A listed record. When the tenant's retrieval policy withholds the record's evidence from the
+ * caller, payloadHash, recordHash and salt are absent and evidenceWithheld is true.
+ */
+export interface RecordListItem extends Omit<RecordSummary, 'payloadHash' | 'recordHash' | 'salt'> {
+  payloadHash?: string;
+  recordHash?: string;
+  salt?: string;
+  evidenceWithheld?: boolean;
+}
+
 export interface RecordsPage {
-  items: RecordSummary[];
+  items: RecordListItem[];
   /** Pass as `cursor` for the next page; null on the last page. */
   nextCursor: string | null;
 }
 
-export type HealthResponse = HealthReport;
+/** The unauthenticated health answer: component statuses and public facts only. */
+export type HealthResponse = PublicHealth;
 
 /** A snapshot as GET /api/v1/snapshots/{id} and the listing answer it. */
 export interface SnapshotView {
@@ -130,12 +142,15 @@ export interface TimelineItem {
   collection: string;
   recordId: string;
   recordVersion: string;
-  recordHash: string;
+  /** Absent when the evidence is withheld (evidenceWithheld), as are leafIndex and treeSize. */
+  recordHash?: string;
   snapshotId: string | null;
   batchId: string | null;
-  leafIndex: number | null;
-  treeSize: number | null;
+  leafIndex?: number | null;
+  treeSize?: number | null;
   events: TimelineEvent[];
+  /** The retrieval policy withholds this record's evidence (recordHash, leafIndex, treeSize) from the caller. */
+  evidenceWithheld?: boolean;
 }
 
 export interface TimelineResponse {

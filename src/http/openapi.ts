@@ -1,4 +1,5 @@
 import typia from 'typia';
+import { DEFAULT_ADMIN_PORT } from '../config/config.js';
 import type {
   BulkIngestFormA,
   BulkIngestFormB,
@@ -236,10 +237,17 @@ export function buildOpenApi(version: string): Json {
     if (op.request !== undefined) operation['requestBody'] = op.request;
     paths[op.path] = { ...(paths[op.path] ?? {}), [op.method]: operation };
   }
-  const adminResponses = (ok: Json): Json => ({ ...ok, '401': { description: 'Admin token missing or wrong.', content: { 'application/json': { schema: ref('ErrorResponse') } } } });
+  const adminResponses = (ok: Json): Json => ({
+    ...ok,
+    '401': { description: 'Admin token missing or wrong.', content: { 'application/json': { schema: ref('ErrorResponse') } } },
+    '429': { description: 'Too many failed admin token attempts from this address; see Retry-After.', content: { 'application/json': { schema: ref('RateLimitResponse') } } },
+  });
+  // Served by the administration listener only; the public port answers 404 for admin paths.
+  const adminServers = [{ url: `http://127.0.0.1:${DEFAULT_ADMIN_PORT}`, description: 'administration listener (DRIS_ADMIN_HOST:DRIS_ADMIN_PORT), not the public port' }];
   paths['/admin/v1/tenants/{tenantId}/retrieval-policy'] = {
     get: {
       operationId: 'GetRetrievalPolicy',
+      servers: adminServers,
       summary: "A tenant's retrieval policy (operators)",
       tags: ['Admin'],
       security: [{ AdminToken: [] }],
@@ -248,6 +256,7 @@ export function buildOpenApi(version: string): Json {
     },
     put: {
       operationId: 'PutRetrievalPolicy',
+      servers: adminServers,
       summary: "Set a tenant's retrieval policy (operators)",
       tags: ['Admin'],
       security: [{ AdminToken: [] }],
@@ -263,8 +272,8 @@ export function buildOpenApi(version: string): Json {
       tags: ['Health'],
       security: [],
       responses: {
-        '200': { description: 'Every dependency is up.', content: { 'application/json': { schema: ref('HealthReport') } } },
-        '503': { description: 'A dependency is down.', content: { 'application/json': { schema: ref('HealthReport') } } },
+        '200': { description: 'Every component is ok.', content: { 'application/json': { schema: ref('PublicHealth') } } },
+        '503': { description: 'A component is degraded or down (Retry-After: 1).', content: { 'application/json': { schema: ref('PublicHealth') } } },
       },
     },
   };

@@ -6,6 +6,8 @@ import { requeueFailedSnapshot, type Anchorer } from '../app/anchorer.js';
 import type { PipelineStore } from '../domain/pipeline/ports.js';
 import type { Batch, Snapshot, SnapshotStatus } from '../domain/pipeline/types.js';
 import type { RequestContext, Route } from './router.js';
+import type { EvidenceAccess, WithheldRecord } from '../app/evidence-access.js';
+import { withholdTimelineEntry } from '../domain/evidence/withhold.js';
 import { limitOf, principalOf, tenantsOf } from './params.js';
 
 /**
@@ -40,6 +42,8 @@ export interface PipelineRouteDeps {
   readonly maxBodyBytes: number;
   /** Where retries are recorded. */
   readonly audit: AuditLog | null;
+  /** Retrieval policies: what of a record's evidence the timeline may show this caller. */
+  readonly evidence: EvidenceAccess;
 }
 
 export function pipelineRoutes(deps: PipelineRouteDeps): Route[] {
@@ -159,8 +163,13 @@ export function pipelineRoutes(deps: PipelineRouteDeps): Route[] {
         if (database !== null && database !== '') filter.database = database;
         if (recordVersion !== null && recordVersion !== '') filter.recordVersion = recordVersion;
         const items: Record<string, unknown>[] = [];
+        const p = principalOf(ctx);
         for (const tenant of tenantsOf(ctx)) {
-          for (const trace of await deps.store.traceRecord(tenant, filter)) {
+          const traces = await deps.store.traceRecord(tenant, filter);
+          if (traces.length === 0) continue;
+          const gate = await deps.evidence.gate(p, tenant);
+          const withheld: WithheldRecord[] = [];
+          for (const trace of traces) {
             const events: Record<string, unknown>[] = [{ event: 'Accepted', at: iso(trace.acceptedAtMs), recordHash: trace.recordHash }];
             events.push({ event: 'Indexed', at: iso(trace.indexedAtMs) });
             let batch: Batch | null = null;
@@ -175,7 +184,7 @@ export function pipelineRoutes(deps: PipelineRouteDeps): Route[] {
             if (anchored !== undefined && batch !== null && batch.status === 'Anchored') {
               Object.assign(anchored, { batchId: batch.batchId, batchSeq: batch.batchSeq, chainTxHash: batch.txHash, blockNumber: batch.blockNumber, ipfsCid: batch.manifestCid });
             }
-            items.push({
+            const entry: Record<string, unknown> = {
               ingestId: trace.ingestId,
               tenantId: trace.tenantId,
               database: trace.database,
@@ -188,8 +197,14 @@ export function pipelineRoutes(deps: PipelineRouteDeps): Route[] {
               leafIndex: trace.leafIndex,
               treeSize: trace.treeSize,
               events,
-            });
+            };
+            if (gate(trace).allowed) items.push(entry);
+            else {
+              withheld.push(trace);
+              items.push(withholdTimelineEntry(entry));
+            }
           }
+          await deps.evidence.reportWithheld({ principal: p, correlationId: ctx.correlationId }, tenant, 'timeline/record', withheld, 'policy');
         }
         if (items.length === 0) throw new DrisError('not_found', 'no such record');
         return { status: 200, body: { items } };

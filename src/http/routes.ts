@@ -2,10 +2,12 @@ import { DrisError, type FieldError } from '../errors/dris-error.js';
 import { assertTenant } from '../app/authenticator.js';
 import type { IngestService } from '../app/ingest-service.js';
 import type { KeyAdmin } from '../app/key-admin.js';
-import type { HealthReport } from '../app/health.js';
+import type { HealthMonitor } from '../app/health.js';
+import type { EvidenceAccess } from '../app/evidence-access.js';
+import { SUMMARY_EVIDENCE, withhold } from '../domain/evidence/withhold.js';
 import type { RecordIndex } from '../domain/records/ports.js';
 import { ACCESS_LEVELS, type AccessLevel } from '../domain/keys/types.js';
-import type { RecordQuery } from '../domain/records/types.js';
+import type { RecordQuery, RecordSummary } from '../domain/records/types.js';
 import type { RequestContext, Route } from './router.js';
 import type { SwaggerAssets } from './swagger.js';
 import { principalOf, timeParam } from './params.js';
@@ -13,14 +15,23 @@ import { principalOf, timeParam } from './params.js';
 export interface RouteDeps {
   readonly ingest: IngestService | null;
   readonly index: RecordIndex;
-  readonly keys: KeyAdmin;
-  readonly health: () => Promise<HealthReport>;
+  readonly health: HealthMonitor;
+  /** Retrieval policies: what of a listed record's evidence the caller may see. */
+  readonly evidence: EvidenceAccess;
   readonly swagger: SwaggerAssets;
   readonly maxBodyBytes: number;
   readonly maxBulkBodyBytes: number;
+}
+
+export interface AdminRouteDeps {
+  readonly keys: KeyAdmin;
+  readonly health: HealthMonitor;
   /** Called after a key is revoked or rotated here, so this process stops accepting it at once. */
   readonly onKeyChanged: (keyId: string) => void;
 }
+
+/** Health answers 503 unless every component is ok; the report is renewed every second. */
+const HEALTH_RETRY_AFTER = { 'Retry-After': '1' };
 
 function jsonBody(ctx: RequestContext): Record<string, unknown> {
   let value: unknown;
@@ -41,7 +52,6 @@ export function buildRoutes(deps: RouteDeps): Route[] {
     return deps.ingest;
   };
   const api = (r: Omit<Route, 'auth'>): Route => ({ ...r, auth: 'apiKey' });
-  const admin = (r: Omit<Route, 'auth'>): Route => ({ ...r, auth: 'admin' });
 
   return [
     api({
@@ -82,7 +92,8 @@ export function buildRoutes(deps: RouteDeps): Route[] {
         const fromMs = timeParam(q, 'from', fields);
         const toMs = timeParam(q, 'to', fields);
         if (fields.length > 0 || tenantId === null) throw new DrisError('validation_failed', 'invalid query', { fields });
-        assertTenant(principalOf(ctx), tenantId);
+        const principal = principalOf(ctx);
+        assertTenant(principal, tenantId);
         const query: { -readonly [K in keyof RecordQuery]: RecordQuery[K] } = { tenantId, limit };
         for (const name of ['database', 'collection', 'recordId', 'snapshotId', 'cursor'] as const) {
           const v = q.get(name);
@@ -90,8 +101,15 @@ export function buildRoutes(deps: RouteDeps): Route[] {
         }
         if (fromMs !== undefined) query.fromMs = fromMs;
         if (toMs !== undefined) query.toMs = toMs;
-        const page = await deps.index.queryRecords(query);
-        return { status: 200, body: { items: page.items, nextCursor: page.nextCursor } };
+        const [page, gate] = await Promise.all([deps.index.queryRecords(query), deps.evidence.gate(principal, tenantId)]);
+        const withheld: RecordSummary[] = [];
+        const items = page.items.map((item) => {
+          if (gate(item).allowed) return item;
+          withheld.push(item);
+          return withhold(item, SUMMARY_EVIDENCE);
+        });
+        await deps.evidence.reportWithheld({ principal, correlationId: ctx.correlationId }, tenantId, 'records', withheld, 'policy');
+        return { status: 200, body: { items, nextCursor: page.nextCursor } };
       },
     }),
     {
@@ -100,13 +118,33 @@ export function buildRoutes(deps: RouteDeps): Route[] {
       operationId: 'GetHealth',
       auth: 'none',
       handle: async () => {
-        const report = await deps.health();
-        return { status: report.status === 'ok' ? 200 : 503, body: report };
+        const report = await deps.health.publicReport();
+        return report.status === 'ok' ? { status: 200, body: report } : { status: 503, body: report, headers: HEALTH_RETRY_AFTER };
       },
     },
     { method: 'GET', pattern: '/swagger', operationId: 'SwaggerUi', auth: 'none', handle: () => Promise.resolve(deps.swagger.page()) },
     { method: 'GET', pattern: '/swagger/openapi.json', operationId: 'OpenApiDocument', auth: 'none', handle: () => Promise.resolve(deps.swagger.document()) },
     { method: 'GET', pattern: '/swagger/assets/:file', operationId: 'SwaggerAsset', auth: 'none', handle: (ctx) => Promise.resolve(deps.swagger.asset(ctx.params['file'] ?? '')) },
+  ];
+}
+
+/**
+ * Routes of the administration listener only (never the public one): key provisioning and the
+ * detailed health report, guarded by the admin token.
+ */
+export function buildAdminRoutes(deps: AdminRouteDeps): Route[] {
+  const admin = (r: Omit<Route, 'auth'>): Route => ({ ...r, auth: 'admin' });
+
+  return [
+    admin({
+      method: 'GET',
+      pattern: '/admin/v1/health',
+      operationId: 'GetHealthDetail',
+      handle: async () => {
+        const report = await deps.health.report();
+        return report.status === 'ok' ? { status: 200, body: report } : { status: 503, body: report, headers: HEALTH_RETRY_AFTER };
+      },
+    }),
     admin({
       method: 'POST',
       pattern: '/admin/v1/keys',

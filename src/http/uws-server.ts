@@ -46,10 +46,16 @@ export interface HttpServerOptions {
   readonly rateLimiter: RateLimiter;
   readonly rateLimits: Readonly<Record<AccessLevel, number>>;
   readonly rateWindowMs: number;
-  readonly adminToken: string;
+  /** Checks the admin token of `auth: 'admin'` routes; absent, those routes answer 401 (fail closed). */
+  readonly adminAuth?: AdminTokenCheck;
   /** Most requests being handled at once before new ones answer 503. */
   readonly maxInFlight: number;
   readonly allowSlowHttp: boolean;
+}
+
+/** Throws the DrisError to answer (401, 429) unless `authorization` carries the admin token. */
+export interface AdminTokenCheck {
+  check(authorization: string | undefined, remoteAddress: string): void;
 }
 
 /** uWebSockets.js silently falls back to a pure-JS server on an unsupported Node ABI. */
@@ -170,8 +176,8 @@ export class UwsHttpServer {
         if (outcome.error !== null) throw outcome.error;
         principal = outcome.principal;
       } else if (route.auth === 'admin') {
-        const expected = `Bearer ${this.options.adminToken}`;
-        if (headers.authorization === undefined || !safeEqual(headers.authorization, expected)) throw new DrisError('admin_unauthorized', 'administration needs the admin token');
+        if (this.options.adminAuth === undefined) throw new DrisError('admin_unauthorized', 'administration needs the admin token');
+        this.options.adminAuth.check(headers.authorization, remoteAddress());
       }
       let payload: Buffer = Buffer.alloc(0);
       if (method === 'POST' || method === 'PUT' || method === 'PATCH') {
@@ -330,11 +336,4 @@ const STATUS_LINE: Readonly<Record<number, string>> = Object.fromEntries(Object.
 /** A header value on one line: a line break in a value must never start a header of its own. */
 export function headerValue(v: string): string {
   return /[\r\n]/.test(v) ? v.replace(/[\r\n]+/g, ' ') : v;
-}
-
-function safeEqual(a: string, b: string): boolean {
-  if (a.length !== b.length) return false;
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
-  return diff === 0;
 }

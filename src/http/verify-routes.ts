@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import typia from 'typia';
 import { DrisError, type FieldError } from '../errors/dris-error.js';
 import type { Verifier } from '../app/verifier.js';
+import type { EvidenceAccess, WithheldRecord } from '../app/evidence-access.js';
 import type { AuditEvent, AuditLog, AuditQuery } from '../domain/audit/ports.js';
 import {
   decide,
@@ -10,12 +11,12 @@ import {
   type RetrievalControlsResponse,
   type RetrievalDecisionView,
   type RetrievalPolicy,
-  type RetrievalPolicyStore,
   type RetrievalScope,
   type StoredPolicy,
 } from '../domain/evidence/policy.js';
+import { VERIFICATION_EVIDENCE, withhold, type EvidenceGate } from '../domain/evidence/withhold.js';
 import type { EvidenceIndex } from '../domain/verification/ports.js';
-import type { VerifyPayloadRequest, VerifyRecordRequest } from '../domain/verification/types.js';
+import type { VerificationResult, VerifyPayloadRequest, VerifyRecordRequest } from '../domain/verification/types.js';
 import type { VerificationHistory } from '../domain/verification/ports.js';
 import { checked, ijsonBody, listingOf, opt, optional, principalOf, tenantOf, tenantsOf } from './params.js';
 import type { RequestContext, Route } from './router.js';
@@ -31,8 +32,15 @@ export interface VerifyRouteDeps {
   readonly evidence: EvidenceIndex;
   readonly history: VerificationHistory;
   readonly audit: AuditLog;
-  readonly policies: RetrievalPolicyStore;
+  /** Retrieval policies (cached): they decide what evidence each answer may carry. */
+  readonly policies: EvidenceAccess;
   readonly maxBodyBytes: number;
+  readonly now?: () => number;
+}
+
+export interface PolicyAdminRouteDeps {
+  readonly audit: AuditLog;
+  readonly policies: EvidenceAccess;
   readonly now?: () => number;
 }
 
@@ -49,6 +57,40 @@ function caller(ctx: RequestContext): { principal: ReturnType<typeof principalOf
 
 function invalid(fields: FieldError[]): void {
   if (fields.length > 0) throw new DrisError('validation_failed', 'invalid query', { fields });
+}
+
+const carriesEvidence = (r: VerificationResult): boolean => VERIFICATION_EVIDENCE.some((m) => r[m] !== undefined);
+
+/** A verification result as the policy lets this caller see it; `withheld` collects what was removed. */
+function gatedResult(gate: EvidenceGate, r: VerificationResult, withheld: WithheldRecord[]): VerificationResult {
+  if (!carriesEvidence(r) || r.collection === undefined) return r;
+  if (gate({ database: r.database ?? '', collection: r.collection }).allowed) return r;
+  withheld.push({ collection: r.collection, recordId: r.recordId });
+  return withhold(r, VERIFICATION_EVIDENCE) as VerificationResult;
+}
+
+/** Evidence members of audit details (the ingest event names the recordHash). */
+const AUDIT_EVIDENCE = ['recordHash', 'payloadHash', 'salt', 'merkleProof', 'leafIndex', 'treeSize'];
+
+/**
+ * An audit event as the policy lets this caller see it. The record is named by the event's
+ * resource, `record:<collection>/<recordId>`, where both names may hold `/`: every reading of it
+ * must be allowed, so an ambiguous name can only withhold more.
+ */
+function gatedAuditEvent(gate: EvidenceGate, e: AuditEvent, withheld: WithheldRecord[]): AuditEvent {
+  const detail = e.detail;
+  if (detail === undefined || !AUDIT_EVIDENCE.some((m) => detail[m] !== undefined) || !e.resource.startsWith('record:')) return e;
+  const named = e.resource.slice('record:'.length);
+  const database = typeof detail['database'] === 'string' ? detail['database'] : '';
+  let allowed = true;
+  for (let i = named.indexOf('/'); i >= 0 && allowed; i = named.indexOf('/', i + 1)) allowed = gate({ database, collection: named.slice(0, i) }).allowed;
+  if (allowed) return e;
+  const cut = named.indexOf('/');
+  withheld.push({ collection: cut < 0 ? named : named.slice(0, cut), recordId: cut < 0 ? '' : named.slice(cut + 1) });
+  const kept: Record<string, unknown> = { ...detail };
+  for (const m of AUDIT_EVIDENCE) delete kept[m];
+  kept['evidenceWithheld'] = true;
+  return { ...e, detail: kept };
 }
 
 export function verifyRoutes(deps: VerifyRouteDeps): Route[] {
@@ -84,7 +126,13 @@ export function verifyRoutes(deps: VerifyRouteDeps): Route[] {
         if (body.payload !== undefined && Array.isArray(body.payload)) {
           throw new DrisError('validation_failed', 'invalid request', { fields: [{ path: 'payload', code: 'invalid_type', message: 'must be an object' }] });
         }
-        return { status: 200, body: await deps.verifier.verifyRecord(caller(ctx), body) };
+        const c = caller(ctx);
+        const result = await deps.verifier.verifyRecord(c, body);
+        if (!carriesEvidence(result)) return { status: 200, body: result };
+        const withheld: WithheldRecord[] = [];
+        const answer = gatedResult(await deps.policies.gate(c.principal, result.tenantId), result, withheld);
+        await deps.policies.reportWithheld(c, result.tenantId, 'verify/record', withheld, 'policy');
+        return { status: 200, body: answer };
       },
     },
     {
@@ -93,7 +141,16 @@ export function verifyRoutes(deps: VerifyRouteDeps): Route[] {
       operationId: 'VerifyPayload',
       auth: 'apiKey',
       maxBodyBytes: deps.maxBodyBytes,
-      handle: async (ctx) => ({ status: 200, body: await deps.verifier.verifyPayload(caller(ctx), checked(ijsonBody(ctx), validateVerifyPayload)) }),
+      handle: async (ctx) => {
+        const c = caller(ctx);
+        const answer = await deps.verifier.verifyPayload(c, checked(ijsonBody(ctx), validateVerifyPayload));
+        if (!answer.results.some(carriesEvidence)) return { status: 200, body: answer };
+        const gate = await deps.policies.gate(c.principal, answer.tenantId);
+        const withheld: WithheldRecord[] = [];
+        const results = answer.results.map((r) => gatedResult(gate, r, withheld));
+        await deps.policies.reportWithheld(c, answer.tenantId, 'verify/payload', withheld, 'policy');
+        return { status: 200, body: withheld.length === 0 ? answer : { ...answer, results } };
+      },
     },
     {
       method: 'GET',
@@ -124,11 +181,15 @@ export function verifyRoutes(deps: VerifyRouteDeps): Route[] {
       handle: async (ctx) => {
         const l = listingOf(ctx, ['action', 'keyId', 'clientId'] as const);
         const query: AuditQuery = { tenantId: l.tenantId, limit: l.limit, ...l.window, ...l.filters };
-        const page = await deps.audit.query(query);
+        const p = principalOf(ctx);
+        const [page, gate] = await Promise.all([deps.audit.query(query), deps.policies.gate(p, l.tenantId)]);
+        const withheld: WithheldRecord[] = [];
+        const events = page.items.map((e) => gatedAuditEvent(gate, e, withheld));
+        await deps.policies.reportWithheld({ principal: p, correlationId: ctx.correlationId }, l.tenantId, 'audit/history', withheld, 'policy');
         return {
           status: 200,
           body: {
-            items: page.items.map((e) => ({
+            items: events.map((e) => ({
               eventId: e.eventId,
               at: new Date(e.atMs).toISOString(),
               tenantId: e.tenantId,
@@ -246,6 +307,13 @@ export function verifyRoutes(deps: VerifyRouteDeps): Route[] {
         return { status: 200, body, headers: { 'Content-Disposition': `attachment; filename="${name}"` } };
       },
     },
+  ];
+}
+
+/** Operators' retrieval-policy administration: routes of the administration listener only. */
+export function policyAdminRoutes(deps: PolicyAdminRouteDeps): Route[] {
+  const now = deps.now ?? Date.now;
+  return [
     {
       method: 'GET',
       pattern: '/admin/v1/tenants/:tenantId/retrieval-policy',

@@ -1,19 +1,78 @@
-import { pino, type Logger, type LevelWithSilent } from 'pino';
+import { pino, stdSerializers, type DestinationStream, type Logger, type LevelWithSilent, type LoggerOptions } from 'pino';
+import { REDACTED, sanitizeUrl, sanitizeValue } from './redact.js';
 
 /**
  * Structured logs. Every module logs through a child with its `component`; keys, secrets and
- * record payloads are never passed to a logger (redaction below is a second line of defence).
+ * record payloads are never passed to a logger. What follows is a second line of defence for what
+ * slips through: members named like credentials are censored at any of the first levels, members
+ * that hold endpoints go through the URL sanitiser, and errors (whose messages from HTTP, RPC and
+ * database clients often quote the URL they failed on) are sanitised as text.
  */
 export type { Logger };
 
-let root: Logger = pino({
-  level: process.env['DRIS_LOG_LEVEL'] ?? 'info',
-  base: { service: 'dris', pid: process.pid },
-  redact: {
-    paths: ['apiKey', '*.apiKey', 'key', '*.key', 'secret', '*.secret', 'recordPayload', '*.recordPayload', 'payload', '*.payload', 'headers["x-api-key"]'],
-    censor: '[redacted]',
-  },
+/** Members censored at the top, one and two levels down (pino's redact takes no recursive wildcard). */
+const SECRET_NAMES = [
+  'apiKey',
+  'key',
+  'secret',
+  'token',
+  'adminToken',
+  'authorization',
+  'Authorization',
+  'password',
+  'pass',
+  'privateKey',
+  'anchorerKey',
+  'keystorePassword',
+  'mnemonic',
+  'credentials',
+  'cookie',
+  '"x-api-key"',
+  'recordPayload',
+  'payload',
+];
+
+const REDACT_PATHS = SECRET_NAMES.flatMap((n) => {
+  const member = n.startsWith('"') ? `[${n}]` : `.${n}`;
+  const top = n.startsWith('"') ? `[${n}]` : n;
+  return [top, `*${member}`, `*.*${member}`];
 });
+
+/** Members whose value is an endpoint: logged without its credentials. */
+const URL_MEMBERS = ['url', 'rpcUrl', 'publicRpcUrl', 'endpoint', 'server', 'servers', 'apiUrl', 'gatewayUrl', 'ipfsApiUrl', 'natsUrl', 'redisUrl', 'clickhouseUrl', 'href'];
+
+function urlSerializer(value: unknown): unknown {
+  if (typeof value === 'string') return sanitizeUrl(value);
+  if (Array.isArray(value)) return value.map((v) => (typeof v === 'string' ? sanitizeUrl(v) : sanitizeValue(v)));
+  return sanitizeValue(value);
+}
+
+function errSerializer(value: unknown): unknown {
+  const plain = value instanceof Error ? stdSerializers.err(value) : value;
+  return sanitizeValue(plain);
+}
+
+export function loggerOptions(level: string): LoggerOptions {
+  return {
+    level,
+    base: { service: 'dris', pid: process.pid },
+    redact: { paths: REDACT_PATHS, censor: REDACTED },
+    serializers: {
+      err: errSerializer,
+      error: errSerializer,
+      cause: errSerializer,
+      config: (v: unknown) => sanitizeValue(v),
+      ...Object.fromEntries(URL_MEMBERS.map((m) => [m, urlSerializer])),
+    },
+  };
+}
+
+/** A logger with the service's redaction, writing to `destination` (tests) or stdout. */
+export function createLogger(level: string, destination?: DestinationStream): Logger {
+  return destination === undefined ? pino(loggerOptions(level)) : pino(loggerOptions(level), destination);
+}
+
+let root: Logger = createLogger(process.env['DRIS_LOG_LEVEL'] ?? 'info');
 
 export function setLogLevel(level: LevelWithSilent): void {
   root.level = level;

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Contract, JsonRpcProvider } from 'ethers';
-import { repoRoot, request, type ServiceHandle } from './service.js';
+import { adminRequest, repoRoot, request, type ServiceHandle } from './service.js';
 
 /**
  * What the pipeline tests check from outside dris: snapshots and batches through the HTTP API,
@@ -135,9 +135,12 @@ export async function anchorContract(rpcUrl: string, address: string): Promise<A
   };
 }
 
-/** The health answer's chain section: where anyone can check anchors independently. */
+/**
+ * The chain section of the detailed health report (administration listener): the node this
+ * service anchors through, which the public health answer does not name.
+ */
 export async function chainOf(svc: ServiceHandle): Promise<{ rpcUrl: string; contractAddress: string }> {
-  const health = await request<{ chain?: { rpcUrl: string; contractAddress: string } }>(svc, 'GET', '/api/Admin/health');
+  const health = await adminRequest<{ chain?: { rpcUrl: string; contractAddress: string } }>(svc, 'GET', '/admin/v1/health');
   if (health.body.chain === undefined) throw new Error('the health answer has no chain section');
   return health.body.chain;
 }

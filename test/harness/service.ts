@@ -31,6 +31,9 @@ export interface ServiceOptions {
 export interface ServiceHandle {
   readonly url: string;
   readonly port: number;
+  /** Base URL of the administration listener (keys, retrieval policies, detailed health). */
+  readonly adminUrl: string;
+  readonly adminPort: number;
   readonly dataDir: string;
   readonly env: Readonly<Record<string, string>>;
   readonly bootstrapKey: string;
@@ -54,6 +57,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   const env: Record<string, string> = {
     PORT: '0',
     HOST: '127.0.0.1',
+    DRIS_ADMIN_PORT: '0',
     DRIS_DATA_DIR: dataDir,
     DRIS_LOG_LEVEL: 'info',
     ...(options.env ?? {}),
@@ -65,6 +69,8 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   children.add(child);
   child.once('exit', () => children.delete(child));
   const logs: string[] = [];
+  // The administration listener is bound (and logged) before the public one.
+  let adminPort: number | undefined;
   const port = await new Promise<number>((resolve, reject) => {
     let buf = '';
     const timer = setTimeout(() => reject(new Error(`service did not start within 60 s:\n${logs.join('\n')}`)), 60_000);
@@ -73,9 +79,11 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       if (logs.length > 5000) logs.shift();
       try {
         const rec = JSON.parse(line) as { msg?: string; port?: number };
+        if (rec.msg === 'admin listening' && typeof rec.port === 'number') adminPort = rec.port;
         if (rec.msg === 'listening' && typeof rec.port === 'number') {
           clearTimeout(timer);
-          resolve(rec.port);
+          if (adminPort === undefined) reject(new Error(`the service listens without an administration listener:\n${logs.join('\n')}`));
+          else resolve(rec.port);
         }
       } catch {
         // not a log line
@@ -104,6 +112,8 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   return {
     url: `http://127.0.0.1:${port}`,
     port,
+    adminUrl: `http://127.0.0.1:${adminPort ?? 0}`,
+    adminPort: adminPort ?? 0,
     dataDir,
     env,
     bootstrapKey: bootstrap.apiKey,
@@ -157,9 +167,19 @@ export async function createKey(
   svc: ServiceHandle,
   input: { tenantId: string; clientId: string; level?: string; alsoTenants?: string[]; expiresAt?: string },
 ): Promise<CreatedKey> {
-  const res = await request<CreatedKey>(svc, 'POST', '/admin/v1/keys', { body: input, headers: { authorization: `Bearer ${svc.adminToken}` } });
+  const res = await adminRequest<CreatedKey>(svc, 'POST', '/admin/v1/keys', { body: input });
   if (res.status !== 201) throw new Error(`key creation failed: ${res.status} ${res.text}`);
   return res.body;
+}
+
+/** A request to the administration listener with the admin token. */
+export function adminRequest<T = Record<string, unknown>>(
+  svc: Pick<ServiceHandle, 'adminUrl' | 'adminToken'>,
+  method: string,
+  route: string,
+  opts: { body?: unknown; headers?: Record<string, string> } = {},
+): Promise<ApiAnswer<T>> {
+  return request<T>({ url: svc.adminUrl }, method, route, { ...opts, headers: { authorization: `Bearer ${svc.adminToken}`, ...(opts.headers ?? {}) } });
 }
 
 /** Polls until `check` returns a value that is not undefined, or fails after timeoutMs. */

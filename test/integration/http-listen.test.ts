@@ -19,7 +19,6 @@ function server(port: number, router: Router = new Router([])): UwsHttpServer {
     rateLimiter: {} as RateLimiter,
     rateLimits: { standard: 1, premium: 1, enterprise: 1 },
     rateWindowMs: 3_600_000,
-    adminToken: 'x'.repeat(32),
     maxInFlight: 8,
     allowSlowHttp: false,
   };

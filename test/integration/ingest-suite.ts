@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import type { Test } from 'tap';
-import { cliPath, createKey, eventually, request, startService, type ServiceHandle } from '../harness/service.js';
+import { adminRequest, cliPath, createKey, eventually, request, startService, type ServiceHandle } from '../harness/service.js';
 
 /**
  * The black-box ingest suite: the started service, HTTP only. It runs once per deployment mode
@@ -85,17 +85,26 @@ export function ingestSuite(t: Test, mode: Mode): void {
     await svc.dispose();
   });
 
-  t.test(`${mode.name}: health needs no key and reports dependencies and hash backend`, async (t) => {
+  t.test(`${mode.name}: health needs no key and reports component statuses only`, async (t) => {
     const r = await request<Record<string, unknown>>(svc, 'GET', '/api/Admin/health');
     t.equal(r.status, 200);
     t.equal(r.body['status'], 'ok');
     t.match(r.body['hashBackend'], { active: /^(native|wasm|js)$/ });
-    t.match(r.body['http'], { engine: 'uWebSockets.js', native: true });
-    const deps = r.body['dependencies'] as Record<string, { status: string; adapter: string }>;
-    for (const name of ['queue', 'index', 'admission']) t.equal(deps[name]?.status, 'ok', name);
-    t.equal(deps['queue']?.adapter, env['NATS_URL'] === undefined ? 'embedded' : 'nats');
-    t.equal(deps['admission']?.adapter, env['REDIS_URL'] === undefined ? 'embedded' : 'redis');
+    t.notOk('unavailable' in (r.body['hashBackend'] as object), 'no loader errors in public');
+    const deps = r.body['dependencies'] as Record<string, Record<string, unknown>>;
+    for (const name of ['queue', 'index', 'admission']) t.same(deps[name], { status: 'ok' }, name);
+    t.notOk('http' in r.body);
+    t.notMatch(r.text, /:\/\//, 'no URL in the public answer');
     t.ok(r.headers.get('x-correlation-id'));
+    // The detailed report is on the administration listener, with the admin token.
+    const detail = await adminRequest<Record<string, unknown>>(svc, 'GET', '/admin/v1/health');
+    t.equal(detail.status, 200);
+    t.match(detail.body['http'], { engine: 'uWebSockets.js', native: true });
+    const adapters = detail.body['dependencies'] as Record<string, { status: string; adapter: string; latencyMs: number }>;
+    t.equal(adapters['queue']?.adapter, env['NATS_URL'] === undefined ? 'embedded' : 'nats');
+    t.equal(adapters['admission']?.adapter, env['REDIS_URL'] === undefined ? 'embedded' : 'redis');
+    t.equal((await request(svc, 'GET', '/admin/v1/health')).status, 404, 'not on the public listener');
+    t.equal((await request({ url: svc.adminUrl }, 'GET', '/admin/v1/health')).status, 401, 'the detail needs the admin token');
   });
 
   t.test(`${mode.name}: a record is accepted with hashes anyone can recompute`, async (t) => {
@@ -145,7 +154,7 @@ export function ingestSuite(t: Test, mode: Mode): void {
     t.equal((await request<ErrBody>(svc, 'POST', '/api/v1/records', { key: tampered, body })).body.error, 'invalid_api_key');
     // A key of the right format that was never issued.
     const created = await createKey(svc, { tenantId: 'acme', clientId: 'temp' });
-    const revoke = await request(svc, 'POST', `/admin/v1/keys/${created.key.keyId}/revoke`, { body: {}, headers: { authorization: `Bearer ${svc.adminToken}` } });
+    const revoke = await adminRequest(svc, 'POST', `/admin/v1/keys/${created.key.keyId}/revoke`, { body: {} });
     t.equal(revoke.status, 200);
     const revoked = await request<ErrBody>(svc, 'POST', '/api/v1/records', { key: created.apiKey, body });
     t.equal(revoked.status, 401);
@@ -155,9 +164,12 @@ export function ingestSuite(t: Test, mode: Mode): void {
     t.equal(ex.status, 401);
     t.equal(ex.body.error, 'expired_api_key');
     t.match(ex.headers.get('x-ratelimit-limit'), /^\d+$/);
-    const admin = await request<ErrBody>(svc, 'GET', '/admin/v1/keys', { headers: { authorization: 'Bearer wrong' } });
+    const admin = await request<ErrBody>({ url: svc.adminUrl }, 'GET', '/admin/v1/keys', { headers: { authorization: 'Bearer wrong' } });
     t.equal(admin.status, 401);
     t.equal(admin.body.error, 'admin_unauthorized');
+    const publicPort = await request<ErrBody>(svc, 'GET', '/admin/v1/keys', { headers: { authorization: `Bearer ${svc.adminToken}` } });
+    t.equal(publicPort.status, 404, 'key administration is not on the public listener');
+    t.equal(publicPort.body.error, 'route_not_found');
   });
 
   t.test(`${mode.name}: tenancy`, async (t) => {
@@ -457,7 +469,7 @@ export function ingestSuite(t: Test, mode: Mode): void {
 
   t.test(`${mode.name}: the keys CLI works against the running service`, async (t) => {
     const run = promisify(execFile);
-    const cliEnv = { ...process.env, DRIS_URL: svc.url, DRIS_ADMIN_TOKEN: svc.adminToken };
+    const cliEnv = { ...process.env, DRIS_ADMIN_URL: svc.adminUrl, DRIS_ADMIN_TOKEN: svc.adminToken };
     const created = JSON.parse((await run(process.execPath, [cliPath, 'keys', 'create', '--tenant', 'acme', '--client', 'cli', '--level', 'premium', '--also-tenants', 'globex'], { env: cliEnv })).stdout) as {
       apiKey: string;
       key: { keyId: string; level: string; alsoTenants: string[] };
@@ -476,6 +488,16 @@ export function ingestSuite(t: Test, mode: Mode): void {
     t.equal(old.status, 401);
     t.equal(old.body.error, 'revoked_api_key');
     await run(process.execPath, [cliPath, 'keys', 'revoke', rotated.key.keyId], { env: cliEnv });
+    // Without a URL the CLI finds the listener as the service binds it: DRIS_ADMIN_HOST / DRIS_ADMIN_PORT.
+    const derivedEnv = { ...process.env, DRIS_ADMIN_HOST: '0.0.0.0', DRIS_ADMIN_PORT: String(svc.adminPort), DRIS_ADMIN_TOKEN: svc.adminToken };
+    const derived = JSON.parse((await run(process.execPath, [cliPath, 'keys', 'list', '--tenant', 'acme'], { env: derivedEnv })).stdout) as { items: unknown[] };
+    t.ok(derived.items.length > 0);
+    const unknownPort = await run(process.execPath, [cliPath, 'keys', 'list'], { env: { ...derivedEnv, DRIS_ADMIN_PORT: '0' } }).then(
+      () => null,
+      (err: { code?: number; stderr?: string }) => err,
+    );
+    t.equal(unknownPort?.code, 2, 'port 0 cannot be derived: the CLI says to pass --url');
+    t.match(unknownPort?.stderr, /DRIS_ADMIN_URL/);
     t.equal((await request<ErrBody>(svc, 'POST', '/api/v1/records', { key: rotated.apiKey, body: record() })).body.error, 'revoked_api_key');
   });
 

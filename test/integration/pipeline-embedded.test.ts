@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Contract, JsonRpcProvider } from 'ethers';
 import t from 'tap';
 import { createKey, eventually, repoRoot, request, startService, type ServiceHandle } from '../harness/service.js';
-import { rootOfLeaves } from '../harness/pipeline.js';
+import { chainOf, rootOfLeaves } from '../harness/pipeline.js';
 
 /**
  * The pipeline on the embedded default, through the HTTP API only: batches close at 1000 records
@@ -76,11 +76,11 @@ t.test('2500 records end as anchored batches of 1000, 1000 and 500', async (t) =
   t.same(snaps.map((s) => s.recordCount).sort((a, b) => b - a), [1000, 1000, 500]);
   t.ok(snaps.every((s) => s.onChainConfirmed && /^0x[0-9a-f]{64}$/.test(s.chainTxHash ?? '')));
 
-  const health = await request<{ chain: { rpcUrl: string; contractAddress: string } }>(svc, 'GET', '/api/Admin/health');
+  const chain = await chainOf(svc);
   const artifact = JSON.parse(await readFile(path.join(repoRoot, 'contracts', 'artifacts', 'DrisAnchor.json'), 'utf8')) as { abi: never };
-  const provider = new JsonRpcProvider(health.body.chain.rpcUrl);
+  const provider = new JsonRpcProvider(chain.rpcUrl);
   t.teardown(() => provider.destroy());
-  const contract = new Contract(health.body.chain.contractAddress, artifact.abi, provider);
+  const contract = new Contract(chain.contractAddress, artifact.abi, provider);
 
   const batches: BatchBody[] = [];
   for (const s of snaps) {

@@ -6,7 +6,7 @@ import t from 'tap';
 import { ChdbSqlRunner } from '../../src/adapters/index/chdb-index.js';
 import { ANVIL_DEV_ANCHORER_KEY } from '../../src/adapters/chain/anvil-node.js';
 import { REASON_STATUS, VERIFICATION_STATUSES } from '../../src/domain/verification/types.js';
-import { eventually, repoRoot, request, startService, type ServiceHandle } from '../harness/service.js';
+import { adminRequest, eventually, repoRoot, request, startService, type ServiceHandle } from '../harness/service.js';
 
 /**
  * Verification through the HTTP API on the embedded default, reaching every verificationStatus
@@ -94,7 +94,7 @@ async function restart(): Promise<void> {
 }
 
 async function rpcUrl(): Promise<string> {
-  const h = await request<{ chain?: { rpcUrl: string } }>(svc, 'GET', '/api/Admin/health');
+  const h = await adminRequest<{ chain?: { rpcUrl: string } }>(svc, 'GET', '/admin/v1/health');
   const url = h.body.chain?.rpcUrl;
   if (url === undefined) throw new Error('health reports no chain');
   return url;
@@ -257,9 +257,7 @@ t.test('receipts and retrieval controls', async (t) => {
   t.equal((await request(svc, 'GET', '/api/v1/receipts/record?collection=invoices&recordId=lone', { key })).status, 409, 'no receipt before anchoring');
   t.equal((await request(svc, 'GET', '/api/v1/receipts/record?collection=invoices&recordId=nobody', { key })).status, 404);
 
-  const admin = { authorization: `Bearer ${svc.adminToken}` };
-  const put = await request(svc, 'PUT', '/admin/v1/tenants/default/retrieval-policy', {
-    headers: admin,
+  const put = await adminRequest(svc, 'PUT', '/admin/v1/tenants/default/retrieval-policy', {
     body: { defaultEffect: 'deny', rules: [{ effect: 'allow', collections: ['invoices'], scopes: ['evidence'] }] },
   });
   t.equal(put.status, 200);
@@ -287,11 +285,12 @@ t.test('receipts and retrieval controls', async (t) => {
   const access = await request<{ items: { outcome: string; detail: { scope?: string; purpose?: string } }[] }>(svc, 'GET', '/api/v1/audit/history?action=evidence.access&limit=1000', { key });
   t.ok(access.body.items.some((i) => i.outcome === 'denied' && i.detail.scope === 'payload'));
   t.ok(access.body.items.some((i) => i.outcome === 'allowed' && i.detail.purpose === 'annual audit'));
-  const bad = await request<{ fieldErrors: { path: string }[] }>(svc, 'PUT', '/admin/v1/tenants/default/retrieval-policy', { headers: admin, body: { defaultEffect: 'maybe', rules: [] } });
+  const bad = await adminRequest<{ fieldErrors: { path: string }[] }>(svc, 'PUT', '/admin/v1/tenants/default/retrieval-policy', { body: { defaultEffect: 'maybe', rules: [] } });
   t.equal(bad.status, 400);
   t.same(bad.body.fieldErrors.map((f) => f.path), ['defaultEffect']);
-  t.equal((await request(svc, 'PUT', '/admin/v1/tenants/default/retrieval-policy', { key, body: { defaultEffect: 'allow', rules: [] } })).status, 401);
-  await request(svc, 'PUT', '/admin/v1/tenants/default/retrieval-policy', { headers: admin, body: { defaultEffect: 'allow', rules: [] } });
+  t.equal((await request(svc, 'PUT', '/admin/v1/tenants/default/retrieval-policy', { key, body: { defaultEffect: 'allow', rules: [] } })).status, 404, 'not on the public listener');
+  t.equal((await request({ url: svc.adminUrl }, 'PUT', '/admin/v1/tenants/default/retrieval-policy', { key, body: { defaultEffect: 'allow', rules: [] } })).status, 401, 'an API key is not the admin token');
+  await adminRequest(svc, 'PUT', '/admin/v1/tenants/default/retrieval-policy', { body: { defaultEffect: 'allow', rules: [] } });
 });
 
 t.test('tampered index rows and manifests', async (t) => {

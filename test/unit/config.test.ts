@@ -106,3 +106,27 @@ t.test('chain transaction and embedded node settings', async (t) => {
     );
   }
 });
+
+t.test('administration listener and token', async (t) => {
+  const d = loadConfig({}, '/srv');
+  t.equal(d.adminHost, '127.0.0.1', 'loopback by default');
+  t.equal(d.adminPort, 8081);
+  t.equal(d.adminMaxFailures, 10);
+  t.equal(d.adminToken, undefined, 'read from the data directory');
+  const c = loadConfig({ DRIS_ADMIN_HOST: '10.1.2.3', DRIS_ADMIN_PORT: '0', DRIS_ADMIN_MAX_FAILURES: '3', DRIS_ADMIN_TOKEN: 'x'.repeat(32) }, '/srv');
+  t.match(c, { adminHost: '10.1.2.3', adminPort: 0, adminMaxFailures: 3, adminToken: 'x'.repeat(32) });
+
+  const short = 'y'.repeat(31);
+  try {
+    loadConfig({ DRIS_ADMIN_TOKEN: short, PORT: '9000', DRIS_ADMIN_PORT: '9000' }, '/srv');
+    t.fail('should throw');
+  } catch (err) {
+    t.ok(err instanceof DrisError);
+    const e = err as DrisError;
+    t.same(e.fields.map((f) => `${f.path}:${f.code}`).sort(), ['DRIS_ADMIN_PORT:invalid_value', 'DRIS_ADMIN_TOKEN:too_short']);
+    t.notOk(e.message.includes(short), 'the token is never quoted');
+    t.match(e.message, /DRIS_ADMIN_TOKEN must be at least 32 bytes/);
+  }
+  // Bytes, not characters: 16 two-byte characters are enough.
+  t.equal(loadConfig({ DRIS_ADMIN_TOKEN: 'é'.repeat(16) }, '/srv').adminToken, 'é'.repeat(16));
+});

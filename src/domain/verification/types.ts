@@ -143,6 +143,11 @@ export interface VerificationResult {
   onChainProof?: OnChainProofLinks;
   ipfsEvidence?: IpfsEvidence;
   message: string;
+  /**
+   * true when the tenant's retrieval policy withholds this record's evidence from the caller:
+   * recordHash, snapshotHash, payloadHash, merkleProof, leafIndex and treeSize are then absent.
+   */
+  evidenceWithheld?: boolean;
 }
 
 export type VerificationMode = 'stored' | 'payload' | 'batch' | 'hash';
