@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import { ChdbEngine, type Outcome, type Statement } from './clickhouse-chdb-engine.js';
 import { ClickHouseException, exceptionAnswer } from './clickhouse-http-errors.js';
-import { authenticate, classifyParams, decodeBody, parseBool, parseMultipart, readBody, type RequestParams } from './clickhouse-http-request.js';
+import { authenticate, classifyParams, decodeBody, parseBool, parseMultipart, readBody, urlParams as parseUrlParams, type RequestParams } from './clickhouse-http-request.js';
 import { HttpSessions } from './clickhouse-http-sessions.js';
 import { OUTPUT_KINDS, READONLY_KINDS, scanStatement } from './clickhouse-sql-scan.js';
 
@@ -117,7 +117,8 @@ function safeHeader(value: string): string {
 export async function startClickHouseHttpBridge(options: BridgeOptions): Promise<RunningBridge> {
   const engine = await ChdbEngine.open({ path: options.path, maxQueries: options.maxQueries ?? 256, statementTimeoutMs: options.statementTimeoutMs ?? 120_000 });
   const bridge = new Bridge(engine, options);
-  const server = createServer((req, res) => {
+  // Request lines up to the server's http_max_uri_size (1 MiB); Node's default is 16 KiB.
+  const server = createServer({ maxHeaderSize: 1024 * 1024 + 64 * 1024 }, (req, res) => {
     void bridge.handle(req, res);
   });
   server.keepAliveTimeout = options.keepAliveTimeoutMs ?? 10_000;
@@ -194,7 +195,7 @@ class Bridge {
         throw new ClickHouseException('HTTP_LENGTH_REQUIRED', 'The Transfer-Encoding is not chunked and there is no Content-Length header for POST request');
       }
       const raw = await readBody(req, this.#maxBodyBytes);
-      const urlParams = [...url.searchParams.entries()];
+      const urlParams = parseUrlParams(url.search.slice(1));
       params = classifyParams(urlParams, false);
       const user = authenticate(req.headers, params, this.#users);
       const sessionId = params.get('session_id');

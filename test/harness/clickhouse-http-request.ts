@@ -81,6 +81,41 @@ export function classifyParams(entries: readonly (readonly [string, string])[], 
   return { all: entries, get: (name) => byName.get(name), bound, settings, http };
 }
 
+/**
+ * The server's defaults for a request's fields (http_max_field_name_size,
+ * http_max_field_value_size: 128 KiB each, counted on the URL-encoded text), beyond which it
+ * refuses the request: a long array of query parameters fails there, not in the engine.
+ */
+export const MAX_FIELD_BYTES = 128 * 1024;
+
+function fieldTooLong(what: 'name' | 'value'): ClickHouseException {
+  return new ClickHouseException('POCO_EXCEPTION', `HTML Form Exception: Field ${what} too long`);
+}
+
+/** The URL's parameters, decoded as the server's HTMLForm decodes them, within its field limits. */
+export function urlParams(rawQuery: string): [string, string][] {
+  const fields: [string, string][] = [];
+  if (rawQuery.length === 0) return fields;
+  for (const field of rawQuery.split('&')) {
+    const eq = field.indexOf('=');
+    const name = eq === -1 ? field : field.slice(0, eq);
+    const value = eq === -1 ? '' : field.slice(eq + 1);
+    if (name.length > MAX_FIELD_BYTES) throw fieldTooLong('name');
+    if (value.length > MAX_FIELD_BYTES) throw fieldTooLong('value');
+    fields.push([decodeField(name), decodeField(value)]);
+  }
+  return fields;
+}
+
+function decodeField(text: string): string {
+  const spaced = text.replace(/\+/g, ' ');
+  try {
+    return decodeURIComponent(spaced);
+  } catch {
+    throw new ClickHouseException('BAD_ARGUMENTS', 'Cannot decode a URL parameter');
+  }
+}
+
 /** `parse<bool>` of the server: 0/1/true/false. */
 export function parseBool(name: string, value: string | undefined, fallback: boolean): boolean {
   if (value === undefined) return fallback;
@@ -139,7 +174,9 @@ export function parseMultipart(body: Buffer, contentType: string): [string, stri
     const name = /name="([^"]*)"/i.exec(head)?.[1];
     if (name === undefined) continue;
     if (/filename=/i.test(head)) throw new ClickHouseException('NOT_IMPLEMENTED', 'External tables (multipart parts with a filename) are not supported by this bridge');
-    fields.push([name, part.slice(headerEnd + 4).replace(/\r\n$/, '')]);
+    const value = part.slice(headerEnd + 4).replace(/\r\n$/, '');
+    if (Buffer.byteLength(value) > MAX_FIELD_BYTES) throw fieldTooLong('value');
+    fields.push([name, value]);
   }
   return fields;
 }
