@@ -29,10 +29,17 @@ export interface ClickHouseIndexOptions extends ClickHouseRecordIndexOptions {
   readonly maxOpenConnections?: number;
 }
 
+/**
+ * Ingest ids per existence look-up. A server refuses a request field longer than
+ * http_max_field_value_size (128 KiB by default, counted URL-encoded): the engine's 5000 ULIDs make
+ * ~175 KB, 2000 about 70 KB.
+ */
+export const SERVER_LOOKUP_CHUNK = 2_000;
+
 export class ClickHouseIndex extends ClickHouseRecordIndex {
   /** `runner` replaces the HTTP client (tests). */
   constructor(options: ClickHouseIndexOptions, runner: SqlRunner = new ClickHouseClientRunner(options)) {
-    super(runner, options);
+    super(runner, { ...options, lookupChunk: options.lookupChunk ?? SERVER_LOOKUP_CHUNK });
   }
 }
 
@@ -119,6 +126,9 @@ export class ClickHouseClientRunner implements SqlRunner {
       ...(options.password === undefined ? {} : { password: options.password }),
       request_timeout: options.requestTimeoutMs ?? 30_000,
       max_open_connections: options.maxOpenConnections ?? 10,
+      // Parameters longer than 4 KiB (arrays of ids) go in a multipart body rather than the URL,
+      // which proxies in front of a server may cap far below the server's own 1 MiB.
+      use_multipart_params_auto: true,
       application: 'dris',
       log: { LoggerClass: ClientLog, level: ClickHouseLogLevel.WARN },
     };
