@@ -283,6 +283,15 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
     await evidence.close();
   });
 
+  t.test('rows given as JSON lines are inserted as they are', async (t) => {
+    await ctx.raw.exec('CREATE TABLE IF NOT EXISTS dris.scratch_lines (k String, n UInt32) ENGINE = MergeTree ORDER BY k');
+    t.teardown(() => ctx.raw.exec('DROP TABLE IF EXISTS dris.scratch_lines'));
+    const rows = [{ k: "quote ' and \\ backslash", n: 1 }, { k: 'line\nbreak', n: 2 }, { k: 'plain', n: 3 }];
+    await ctx.raw.insertJsonLines('dris.scratch_lines', Buffer.from(rows.map((r) => JSON.stringify(r)).join('\n') + '\n'));
+    t.same(await ctx.raw.query('SELECT k, n FROM dris.scratch_lines ORDER BY n'), rows);
+    await t.rejects(ctx.raw.insertJsonLines('dris.scratch_lines', Buffer.from('{"k":"x","n":"not a number"}\n')), { code: 'internal_error' });
+  });
+
   t.test('a 10k-record call is stored whole', async (t) => {
     const tenant = 'tenant-big';
     const recs = Array.from({ length: 10_000 }, () => record(tenant));

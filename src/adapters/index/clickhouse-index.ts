@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import {
   ClickHouseLogLevel,
   createClient,
@@ -175,8 +176,10 @@ export class ClickHouseClientRunner implements SqlRunner {
   async insertJsonLines(table: string, lines: Buffer): Promise<void> {
     if (lines.length === 0) return;
     try {
-      // A stream of bytes, not of objects: the client sends it as the body unchanged.
-      await this.#client.insert({ table, values: Readable.from([lines], { objectMode: false }), format: 'JSONEachRow' });
+      // insert() takes JSONEachRow only as objects (it refuses a byte stream); exec() sends the
+      // bytes as the body of the INSERT unchanged.
+      const result = await this.#client.exec({ query: `INSERT INTO ${table} FORMAT JSONEachRow`, values: Readable.from([lines], { objectMode: false }) });
+      await finished(result.stream.resume());
     } catch (err) {
       throw translateClickHouseError(err, 'insert', false);
     }
