@@ -29,7 +29,8 @@ import { OUTPUT_KINDS, READONLY_KINDS, scanStatement } from './clickhouse-sql-sc
  * - answers with X-ClickHouse-Query-Id, -Format (queries with output), -Timezone, -Summary and
  *   -Server-Display-Name; errors with the server's status for the code, X-ClickHouse-Exception-Code
  *   and the body `Code: <n>. DB::Exception: <message>. (<NAME>) (version <v>)`;
- * - one statement per request (multi-statements are a SYNTAX_ERROR, as on the server).
+ * - one statement per request (multi-statements are a SYNTAX_ERROR, as on the server), and the
+ *   server's default request limits: fields up to 128 KiB, request lines up to 1 MiB.
  *
  * Where it differs from a server, because one embedded engine is behind it: statements run one at
  * a time (at most `maxQueries` admitted, TOO_MANY_SIMULTANEOUS_QUERIES beyond); answers are
