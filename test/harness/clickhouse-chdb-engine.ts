@@ -197,11 +197,23 @@ export class ChdbEngine {
     });
   }
 
-  /** Waits for the statements admitted so far, then lets go of the data directory. */
-  async close(): Promise<void> {
+  /**
+   * Waits for the statements admitted so far (at most `graceMs`), then lets go of the data
+   * directory. An engine still busy after that is left as it is: closing a session under a running
+   * statement aborts the engine, and the process is about to exit anyway.
+   */
+  async close(graceMs = 30_000): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.#tail;
+    let timer: NodeJS.Timeout | undefined;
+    const drained = await Promise.race([
+      this.#tail.then(() => true),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), graceMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (!drained) throw new Error(`the engine is still running a statement after ${graceMs} ms; its session is left open`);
     this.#session.close();
     await drainPending();
   }

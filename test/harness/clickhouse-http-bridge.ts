@@ -220,7 +220,7 @@ class Bridge {
       const outcome = await this.#engine.run(statement);
       await this.#answer(res, { outcome, queryId, codec, params, statement, origin: header(req, 'origin') });
     } catch (err) {
-      await this.#fail(res, err, codec, params);
+      await this.#fail(res, err, codec, params).catch(() => res.destroy());
     } finally {
       if (queryId !== null) this.#running.delete(queryId);
       release?.(closeSession);
