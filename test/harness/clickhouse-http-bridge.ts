@@ -34,8 +34,9 @@ import { OUTPUT_KINDS, READONLY_KINDS, scanStatement } from './clickhouse-sql-sc
  *
  * Where it differs from a server, because one embedded engine is behind it: statements run one at
  * a time (at most `maxQueries` admitted, TOO_MANY_SIMULTANEOUS_QUERIES beyond); answers are
- * buffered whole, as with `wait_end_of_query=1`, so an error never follows partial output; the
- * summary's read_rows/read_bytes are 0 (the engine reports only what it returns and writes);
+ * buffered whole, as with `wait_end_of_query=1`, so an error never follows partial output and no
+ * X-ClickHouse-Progress headers come before it; the summary's read_rows/read_bytes are 0 (the
+ * engine reports only what it returns and writes);
  * external tables, the `compress`/`decompress` native compression, roles and zstd bodies are not
  * supported (NOT_IMPLEMENTED / UNKNOWN_ROLE); temporary tables are shared by all sessions.
  */
