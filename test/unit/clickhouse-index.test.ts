@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import t from 'tap';
-import { ClickHouseIndex, translateClickHouseError } from '../../src/adapters/index/clickhouse-index.js';
+import { ClickHouseIndex, SERVER_LOOKUP_CHUNK, translateClickHouseError } from '../../src/adapters/index/clickhouse-index.js';
 import { decodeCursor, encodeCursor } from '../../src/adapters/index/clickhouse-record-index.js';
 import { GroupCommit } from '../../src/adapters/index/group-commit.js';
 import type { ExecOptions, SqlParams, SqlRunner } from '../../src/adapters/index/sql-runner.js';
@@ -201,6 +201,13 @@ void t.test('existence look-ups are chunked; a write whose rows all exist sends 
   await index.insertRecords(recs);
   t.same(runner.of('query').map((q) => (q.params?.['ids'] as string[]).length), [5, 5, 2]);
   t.equal(runner.of('insert').length, 0);
+});
+
+void t.test('a server index looks up at most SERVER_LOOKUP_CHUNK ids per request', async (t) => {
+  const runner = new FakeRunner();
+  const index = new ClickHouseIndex(OPTIONS, runner);
+  await index.insertRecords(Array.from({ length: SERVER_LOOKUP_CHUNK * 2 + 500 }, () => record('ten')));
+  t.same(runner.of('query').map((q) => (q.params?.['ids'] as string[]).length), [SERVER_LOOKUP_CHUNK, SERVER_LOOKUP_CHUNK, 500]);
 });
 
 void t.test('a failed write rejects its callers with the DrisError; later writes proceed', async (t) => {

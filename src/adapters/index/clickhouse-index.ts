@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import {
   ClickHouseLogLevel,
   createClient,
@@ -29,10 +30,17 @@ export interface ClickHouseIndexOptions extends ClickHouseRecordIndexOptions {
   readonly maxOpenConnections?: number;
 }
 
+/**
+ * Ingest ids per existence look-up. A server refuses a request field longer than
+ * http_max_field_value_size (128 KiB by default, counted URL-encoded): the engine's 5000 ULIDs make
+ * ~175 KB, 2000 about 70 KB.
+ */
+export const SERVER_LOOKUP_CHUNK = 2_000;
+
 export class ClickHouseIndex extends ClickHouseRecordIndex {
   /** `runner` replaces the HTTP client (tests). */
   constructor(options: ClickHouseIndexOptions, runner: SqlRunner = new ClickHouseClientRunner(options)) {
-    super(runner, options);
+    super(runner, { ...options, lookupChunk: options.lookupChunk ?? SERVER_LOOKUP_CHUNK });
   }
 }
 
@@ -119,6 +127,9 @@ export class ClickHouseClientRunner implements SqlRunner {
       ...(options.password === undefined ? {} : { password: options.password }),
       request_timeout: options.requestTimeoutMs ?? 30_000,
       max_open_connections: options.maxOpenConnections ?? 10,
+      // Parameters longer than 4 KiB (arrays of ids) go in a multipart body rather than the URL,
+      // which proxies in front of a server may cap far below the server's own 1 MiB.
+      use_multipart_params_auto: true,
       application: 'dris',
       log: { LoggerClass: ClientLog, level: ClickHouseLogLevel.WARN },
     };
@@ -165,8 +176,10 @@ export class ClickHouseClientRunner implements SqlRunner {
   async insertJsonLines(table: string, lines: Buffer): Promise<void> {
     if (lines.length === 0) return;
     try {
-      // A stream of bytes, not of objects: the client sends it as the body unchanged.
-      await this.#client.insert({ table, values: Readable.from([lines], { objectMode: false }), format: 'JSONEachRow' });
+      // insert() takes JSONEachRow only as objects (it refuses a byte stream); exec() sends the
+      // bytes as the body of the INSERT unchanged.
+      const result = await this.#client.exec({ query: `INSERT INTO ${table} FORMAT JSONEachRow`, values: Readable.from([lines], { objectMode: false }) });
+      await finished(result.stream.resume());
     } catch (err) {
       throw translateClickHouseError(err, 'insert', false);
     }
