@@ -4,7 +4,7 @@ import { loadHashingBackend } from '../../src/adapters/hashing/select-backend.js
 import { Anchorer, requeueFailedSnapshot } from '../../src/app/anchorer.js';
 import { formBatch, type FormedBatch } from '../../src/domain/pipeline/batch-formation.js';
 import type { AnchorReceipt, AnchorRequest, Chain, ChainInfo, OnChainAnchor, Pinner, PipelineStore, RecordTrace, SnapshotQuery } from '../../src/domain/pipeline/ports.js';
-import type { Batch, BatchStatus, LifecycleEntry, Manifest, Snapshot } from '../../src/domain/pipeline/types.js';
+import type { Batch, BatchRef, BatchStatus, LifecycleEntry, Manifest, Snapshot } from '../../src/domain/pipeline/types.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
 import { DrisError } from '../../src/errors/dris-error.js';
 import { setLogLevel } from '../../src/util/logger.js';
@@ -37,11 +37,16 @@ function record(batch: number, i: number): AcceptedRecord {
   };
 }
 
+function refOf(b: Batch): BatchRef {
+  return { batchId: b.batchId, merkleRoot: b.merkleRoot, batchSeq: b.batchSeq, createdAtMs: b.createdAtMs };
+}
+
 /** The pipeline store in memory: the latest row of each batch and snapshot. */
 class MemoryStore implements PipelineStore {
   readonly batches = new Map<string, Batch>();
   readonly snapshots = new Map<string, Snapshot>();
   readonly lifecycle: LifecycleEntry[] = [];
+  anchoredReads = 0;
 
   saveFormedBatches(formed: readonly FormedBatch[]): Promise<void> {
     for (const f of formed) {
@@ -61,6 +66,29 @@ class MemoryStore implements PipelineStore {
         .sort((a, b) => a.createdAtMs - b.createdAtMs)
         .slice(0, limit),
     );
+  }
+  latestByStatus(status: BatchStatus, limit: number, olderThan?: BatchRef): Promise<BatchRef[]> {
+    const newestFirst = [...this.batches.values()]
+      .filter((b) => b.status === status)
+      .sort((a, b) => b.createdAtMs - a.createdAtMs || (a.batchId < b.batchId ? 1 : -1))
+      .filter((b) => olderThan === undefined || b.createdAtMs < olderThan.createdAtMs || (b.createdAtMs === olderThan.createdAtMs && b.batchId < olderThan.batchId));
+    return Promise.resolve(newestFirst.slice(0, limit).map(refOf));
+  }
+  anchoredBelow(beforeSeq: number | null, limit: number): Promise<BatchRef[]> {
+    this.anchoredReads += 1;
+    const below = [...this.batches.values()]
+      .filter((b) => b.status === 'Anchored' && (beforeSeq === null || (b.batchSeq ?? 0) < beforeSeq))
+      .sort((a, b) => (b.batchSeq ?? 0) - (a.batchSeq ?? 0));
+    return Promise.resolve(below.slice(0, limit).map(refOf));
+  }
+  anchoredCountThrough(batchSeq: number): Promise<number> {
+    return Promise.resolve([...this.batches.values()].filter((b) => b.status === 'Anchored' && (b.batchSeq ?? 0) <= batchSeq).length);
+  }
+  fenced(): PipelineStore {
+    return this;
+  }
+  highestEpoch(): Promise<number> {
+    return Promise.resolve(0);
   }
   latestAnchoredBatch(): Promise<Batch | null> {
     const anchored = [...this.batches.values()].filter((b) => b.status === 'Anchored').sort((a, b) => (b.batchSeq ?? 0) - (a.batchSeq ?? 0));
