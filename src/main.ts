@@ -80,6 +80,7 @@ async function openQueue(cfg: Config): Promise<{ queue: RecordQueue; adapter: st
       servers: n.url,
       stream: n.stream,
       replicas: n.replicas,
+      deadLetterStream: n.deadLetterStream,
       maxPendingPublishes: cfg.maxPendingPublishes,
       ...(n.user !== undefined ? { user: n.user } : {}),
       ...(n.pass !== undefined ? { pass: n.pass } : {}),
@@ -264,7 +265,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
 
     let indexer: Indexer | null = null;
     if (cfg.roles.includes('indexer')) {
-      indexer = new Indexer(queue, index, DEFAULT_INDEXER_OPTIONS, index);
+      indexer = new Indexer(queue, index, { ...DEFAULT_INDEXER_OPTIONS, maxDeliveries: cfg.maxDeliveries }, index);
       indexer.start();
       const running = indexer;
       closers.push(() => running.stop());
