@@ -64,9 +64,11 @@ export function sequenceCheck(
   onChain: number,
   lastMark: string | null,
 ): { readonly action: 'send' | 'refuse'; readonly mark: string | null } | { readonly action: 'reconcile'; readonly why: 'behind' | 'ahead of'; readonly mark: string } {
-  if (recorded === null || recorded === onChain) return { action: 'send', mark: null };
-  const behind = recorded > onChain;
-  const mark = `${recorded}${behind ? '/' : '+'}${onChain}`;
+  // Nothing recorded Anchored is sequence 0: a contract with anchors is then ahead.
+  const rec = recorded ?? 0;
+  if (rec === onChain) return { action: 'send', mark: null };
+  const behind = rec > onChain;
+  const mark = `${rec}${behind ? '/' : '+'}${onChain}`;
   if (mark !== lastMark) return { action: 'reconcile', why: behind ? 'behind' : 'ahead of', mark };
   return { action: behind ? 'refuse' : 'send', mark };
 }
