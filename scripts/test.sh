@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's test command (after `npm ci`): ensures the servers the tests need, builds, lints,
-# then runs the unit, conformance and integration suites against real engines. Prints a closing
+# then runs the unit, conformance, integration and faults suites against real engines. Prints a closing
 # line `N passed, N failed`.
 #
 #   scripts/test.sh                      all suites
@@ -21,7 +21,7 @@ fail_setup() {
 source scripts/tools.sh || fail_setup "tools.sh"
 set +e
 for s in "${suites[@]}"; do
-  if [ "$s" = integration ]; then
+  if [ "$s" = integration ] || [ "$s" = faults ]; then
     ensure_nats >/dev/null || fail_setup "nats-server"
     ensure_redis >/dev/null || fail_setup "redis-server"
     ensure_kubo >/dev/null || fail_setup "kubo"

@@ -12,7 +12,7 @@ import { IngestService } from './app/ingest-service.js';
 import { Indexer, DEFAULT_INDEXER_OPTIONS } from './app/indexer.js';
 import { Accumulator } from './app/accumulator.js';
 import { Anchorer } from './app/anchorer.js';
-import { LeaderLoop } from './app/leader-loop.js';
+import { fenceTerm, LeaderLoop } from './app/leader-loop.js';
 import { ClickHousePipelineStore } from './adapters/index/clickhouse-pipeline-store.js';
 import { pipelineRoutes } from './http/pipeline-routes.js';
 import { verifyRoutes } from './http/verify-routes.js';
@@ -84,6 +84,7 @@ async function openQueue(cfg: Config): Promise<{ queue: RecordQueue; adapter: st
       servers: n.url,
       stream: n.stream,
       replicas: n.replicas,
+      deadLetterStream: n.deadLetterStream,
       maxPendingPublishes: cfg.maxPendingPublishes,
       ...(n.user !== undefined ? { user: n.user } : {}),
       ...(n.pass !== undefined ? { pass: n.pass } : {}),
@@ -130,6 +131,7 @@ async function openPipeline(cfg: Config): Promise<Pipeline> {
     feeBumpPercent: c.feeBumpPercent,
     minPriorityFeeWei: c.minPriorityFeeWei,
     txTimeoutMs: c.txTimeoutMs,
+    logBlockRange: c.logBlockRange,
     ...(c.explorerAddressUrl !== undefined ? { explorerAddressUrl: c.explorerAddressUrl } : {}),
     ...(c.explorerTxUrl !== undefined ? { explorerTxUrl: c.explorerTxUrl } : {}),
   };
@@ -141,6 +143,7 @@ async function openPipeline(cfg: Config): Promise<Pipeline> {
         rpcUrl: c.rpcUrl,
         chainId: c.chainId ?? 31337,
         signer: anchorerKeySource(c),
+        deployBlock: c.deployBlock,
         ...(c.contractAddress !== undefined ? { contractAddress: c.contractAddress } : {}),
         ...(c.publicRpcUrl !== undefined ? { publicRpcUrl: c.publicRpcUrl } : {}),
       });
@@ -177,7 +180,7 @@ async function openPipeline(cfg: Config): Promise<Pipeline> {
  * Verification reads the chain itself, with no key: through the anchorer's node when this process
  * anchors, else through EVM_RPC_URL and DRIS_CONTRACT_ADDRESS when both are configured.
  */
-async function openChainReader(cfg: Config, info: { rpcUrl: string; contractAddress: string; chainId: number } | undefined): Promise<ChainReader | null> {
+async function openChainReader(cfg: Config, info: { rpcUrl: string; contractAddress: string; chainId: number; deployBlock?: number } | undefined): Promise<ChainReader | null> {
   const rpcUrl = info?.rpcUrl ?? cfg.chain.rpcUrl;
   const contractAddress = info?.contractAddress ?? cfg.chain.contractAddress;
   if (rpcUrl === undefined || contractAddress === undefined) {
@@ -186,7 +189,14 @@ async function openChainReader(cfg: Config, info: { rpcUrl: string; contractAddr
   }
   const { AnchorReader } = await import('./adapters/chain/anchor-reader.js');
   const expectedChainId = info?.chainId ?? cfg.chain.chainId;
-  return AnchorReader.connect({ rpcUrl, contractAddress, timeoutMs: 5_000, ...(expectedChainId === undefined ? {} : { expectedChainId }) });
+  return AnchorReader.connect({
+    rpcUrl,
+    contractAddress,
+    timeoutMs: 5_000,
+    fromBlock: info?.deployBlock ?? cfg.chain.deployBlock,
+    maxBlockRange: cfg.chain.logBlockRange,
+    ...(expectedChainId === undefined ? {} : { expectedChainId }),
+  });
 }
 
 /** An API process without the anchorer role reads manifests through Kubo when configured. */
@@ -259,7 +269,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
 
     let indexer: Indexer | null = null;
     if (cfg.roles.includes('indexer')) {
-      indexer = new Indexer(queue, index, DEFAULT_INDEXER_OPTIONS, index);
+      indexer = new Indexer(queue, index, { ...DEFAULT_INDEXER_OPTIONS, maxDeliveries: cfg.maxDeliveries }, index);
       indexer.start();
       const running = indexer;
       closers.push(() => running.stop());
@@ -279,9 +289,11 @@ export async function startService(cfg: Config): Promise<RunningService> {
         baseDelayMs: cfg.anchorRetry.baseDelayMs,
         maxDelayMs: cfg.anchorRetry.maxDelayMs,
         idleMs: 1000,
+        reconcileIntervalMs: cfg.anchorReconcileIntervalMs,
       });
       anchorer = active;
-      const accumulator = new Accumulator(queue, store, hashing.backend, { consumer: ACCUMULATOR_CONSUMER, maxRecords: cfg.batchMaxRecords, maxWaitMs: cfg.batchMaxWaitMs, retryMs: 1000 }, (formed) => active.enqueue(formed));
+      // One per term: its writes go through the term's fenced store.
+      let accumulator: Accumulator | null = null;
       // Only the elected leader accumulates and anchors: with Redis, one of the anchorer processes;
       // embedded, always this one.
       const elector: LeaderElector =
@@ -298,11 +310,16 @@ export async function startService(cfg: Config): Promise<RunningService> {
         elector,
         {
           start: async (term) => {
-            await active.start(term.epoch);
-            accumulator.start();
+            // Embedded, the data directory's lock rules out another leader: nothing to wait out.
+            const fenced = await fenceTerm(store, term, cfg.redis === undefined ? 0 : cfg.leaderLeaseMs);
+            await active.start(fenced.epoch, fenced.store);
+            const formed = new Accumulator(queue, fenced.store, hashing.backend, { consumer: ACCUMULATOR_CONSUMER, maxRecords: cfg.batchMaxRecords, maxWaitMs: cfg.batchMaxWaitMs, retryMs: 1000 }, (f) => active.enqueue(f));
+            accumulator = formed;
+            formed.start();
           },
           stop: async () => {
-            await accumulator.stop();
+            await accumulator?.stop();
+            accumulator = null;
             await active.stop();
           },
         },

@@ -1,6 +1,7 @@
 import type { AuditEvent, AuditLog } from '../domain/audit/ports.js';
 import type { Delivery, RecordIndex, RecordQueue, Subscription } from '../domain/records/ports.js';
 import type { AcceptedRecord } from '../domain/records/types.js';
+import { toDrisError } from '../errors/dris-error.js';
 import { componentLogger } from '../util/logger.js';
 
 /**
@@ -16,6 +17,11 @@ import { componentLogger } from '../util/logger.js';
  *
  * The ingestion audit entries are written here, off the request path, from the queue: one per
  * accepted record, with the id `ingest:<ingestId>` so a redelivery lists once.
+ *
+ * Poison messages: a message whose records the index refuses is written alone (the others of its
+ * write go on), delivered again with a growing delay, and at its `maxDeliveries`-th delivery its
+ * records are written one by one; those still refused go to the queue's dead letters with an
+ * error log naming the message, never its payload. An outage is never taken for poison.
  */
 
 export interface IndexerOptions {
@@ -29,7 +35,18 @@ export interface IndexerOptions {
   readonly maxWriteRecords: number;
   /** Longest a record waits for others before its write starts, milliseconds. */
   readonly lingerMs: number;
+  /**
+   * Deliveries of a message the index keeps refusing before the records it refuses go to the
+   * queue's dead letters (see `messageFailed`).
+   */
+  readonly maxDeliveries: number;
 }
+
+/** Codes of a failure of the index itself rather than of the records written: never a dead letter. */
+const TRANSIENT = new Set(['dependency_unavailable', 'timeout', 'overloaded']);
+const MAX_RETRY_DELAY_MS = 30_000;
+/** Messages whose first failure is remembered at once. */
+const MAX_TRACKED_FAILURES = 100_000;
 
 export const DEFAULT_INDEXER_OPTIONS: IndexerOptions = {
   consumer: 'indexer',
@@ -39,12 +56,18 @@ export const DEFAULT_INDEXER_OPTIONS: IndexerOptions = {
   retryBaseMs: 500,
   maxWriteRecords: 5_000,
   lingerMs: 1_000,
+  maxDeliveries: 10,
 };
 
 export class Indexer {
   private sub: Subscription | null = null;
   private readonly log = componentLogger('indexer');
   private indexed = 0;
+  private deadLettered = 0;
+  /** Writes the index has taken: a clock of its successes. */
+  private inserts = 0;
+  /** `inserts` when each message that failed first failed here, by its position. */
+  private readonly firstFailedAt = new Map<number, number>();
   private waiting: Delivery[] = [];
   private waitingRecords = 0;
   private timer: NodeJS.Timeout | null = null;
@@ -60,6 +83,11 @@ export class Indexer {
 
   get indexedCount(): number {
     return this.indexed;
+  }
+
+  /** Records this indexer set aside as dead letters since it started. */
+  get deadLetteredCount(): number {
+    return this.deadLettered;
   }
 
   start(): void {
@@ -103,24 +131,124 @@ export class Indexer {
   private async write(deliveries: readonly Delivery[]): Promise<void> {
     const records = deliveries.flatMap((d) => d.records);
     try {
-      await this.index.insertRecords(records);
-      if (this.audit !== null) await this.audit.append(records.map(ingestEvent));
+      await this.insert(records);
     } catch (err) {
-      let attempt = 1;
-      for (const d of deliveries) attempt = Math.max(attempt, d.deliveryCount);
-      const delay = Math.min(30_000, this.options.retryBaseMs * 2 ** Math.min(attempt - 1, 6));
-      this.log.warn({ err, records: records.length, attempt, delayMs: delay }, 'index insert failed; will retry');
-      for (const d of deliveries) d.nak(delay);
+      await this.writeFailed(deliveries, err);
       return;
     }
-    this.indexed += records.length;
+    await this.written(deliveries, records.length);
+  }
+
+  private async insert(records: readonly AcceptedRecord[]): Promise<void> {
+    await this.index.insertRecords(records);
+    this.inserts += 1;
+    if (this.audit !== null) await this.audit.append(records.map(ingestEvent));
+  }
+
+  private async written(deliveries: readonly Delivery[], records: number): Promise<void> {
+    this.indexed += records;
+    for (const d of deliveries) this.firstFailedAt.delete(d.seq);
     try {
       await Promise.all(deliveries.map((d) => d.ack()));
     } catch (err) {
       // The records are indexed; an ack that did not reach the queue only means a redelivery,
       // which the index absorbs.
-      this.log.warn({ err, records: records.length }, 'ack after indexing failed; the records will be delivered again');
+      this.log.warn({ err, records }, 'ack after indexing failed; the records will be delivered again');
     }
+  }
+
+  /**
+   * A write of several messages failed: each is written alone, so that one message the index
+   * refuses does not hold back the others (an outage fails them all the same, and they wait).
+   */
+  private async writeFailed(deliveries: readonly Delivery[], err: unknown): Promise<void> {
+    const failedAt = this.inserts;
+    if (TRANSIENT.has(toDrisError(err).code)) {
+      // An outage: everything waits, as long as the most delivered message of the write.
+      let attempt = 1;
+      for (const d of deliveries) attempt = Math.max(attempt, d.deliveryCount);
+      for (const d of deliveries) this.retryLater(d, err, attempt);
+      return;
+    }
+    if (deliveries.length === 1) {
+      for (const d of deliveries) await this.messageFailed(d, err, failedAt);
+      return;
+    }
+    for (const d of deliveries) {
+      try {
+        await this.insert(d.records);
+      } catch (e) {
+        await this.messageFailed(d, e, failedAt);
+        continue;
+      }
+      await this.written([d], d.records.length);
+    }
+  }
+
+  /**
+   * One message the index did not take. It is delivered again after a growing delay; at its
+   * `maxDeliveries`-th delivery its records are written one by one, and those the index refuses
+   * (not for an outage: a code other than unavailable or timeout, while it takes other writes) go
+   * to the dead letters, the others are indexed, and the message is settled.
+   */
+  private async messageFailed(d: Delivery, err: unknown, failedAt: number): Promise<void> {
+    const since = this.firstFailedAt.get(d.seq) ?? failedAt;
+    this.rememberFailure(d.seq, since);
+    if (d.deliveryCount < this.options.maxDeliveries || TRANSIENT.has(toDrisError(err).code)) {
+      this.retryLater(d, err);
+      return;
+    }
+    const refused: AcceptedRecord[] = [];
+    let reason = 'index_refused';
+    let taken = 0;
+    for (const r of d.records) {
+      try {
+        await this.insert([r]);
+        taken += 1;
+      } catch (e) {
+        const code = toDrisError(e).code;
+        if (TRANSIENT.has(code)) {
+          this.retryLater(d, e);
+          return;
+        }
+        if (refused.length === 0) reason = `index_refused:${code}`;
+        refused.push(r);
+      }
+    }
+    if (refused.length === 0) {
+      await this.written([d], d.records.length);
+      return;
+    }
+    // Evidence that the index works and refuses these records only: it took others meanwhile.
+    if (taken === 0 && this.inserts <= since) {
+      this.retryLater(d, err);
+      return;
+    }
+    try {
+      await d.deadLetter(reason, refused);
+    } catch (e) {
+      this.log.error({ err: e, seq: d.seq }, 'a message the index refuses could not be set aside; it will be delivered again');
+      this.retryLater(d, err);
+      return;
+    }
+    this.firstFailedAt.delete(d.seq);
+    this.indexed += taken;
+    this.deadLettered += refused.length;
+  }
+
+  private retryLater(d: Delivery, err: unknown, attempt = d.deliveryCount): void {
+    const delay = Math.min(MAX_RETRY_DELAY_MS, this.options.retryBaseMs * 2 ** Math.min(attempt - 1, 6));
+    this.log.warn({ err, seq: d.seq, records: d.records.length, attempt, delayMs: delay }, 'index insert failed; will retry');
+    d.nak(delay);
+  }
+
+  /** Bounded: the oldest failures are forgotten first (they then count from their next failure). */
+  private rememberFailure(seq: number, at: number): void {
+    if (!this.firstFailedAt.has(seq) && this.firstFailedAt.size >= MAX_TRACKED_FAILURES) {
+      const oldest = this.firstFailedAt.keys().next();
+      if (oldest.done !== true) this.firstFailedAt.delete(oldest.value);
+    }
+    this.firstFailedAt.set(seq, at);
   }
 
   async stop(): Promise<void> {

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { toDrisError } from '../errors/dris-error.js';
-import type { LeaderElector, Leadership } from '../domain/pipeline/ports.js';
+import { DrisError, toDrisError } from '../errors/dris-error.js';
+import type { LeaderElector, Leadership, PipelineStore } from '../domain/pipeline/ports.js';
 import { componentLogger } from '../util/logger.js';
 
 /**
@@ -119,4 +119,31 @@ function waitAborted(a: AbortSignal, b: AbortSignal): Promise<void> {
     a.addEventListener('abort', done, { once: true });
     b.addEventListener('abort', done, { once: true });
   });
+}
+
+/**
+ * The pipeline store of a term: its writes fenced by the term's epoch (PipelineStore.fenced).
+ *
+ * An epoch below the highest stored means either that this term is already over and a successor
+ * wrote, or that the election lost its counter (Redis without persistence, a change of election
+ * store). After `confirmMs` (a lease) with the term still held, no successor can exist, and the
+ * term writes with the store's epoch + 1 so that its rows are not hidden behind older ones; a term
+ * lost meanwhile is refused. `confirmMs` 0: no other leader can exist (the embedded elector).
+ */
+export async function fenceTerm(store: PipelineStore, term: Leadership, confirmMs: number): Promise<{ readonly epoch: number; readonly store: PipelineStore }> {
+  const log = componentLogger('leader');
+  const stored = await store.highestEpoch();
+  if (term.epoch >= stored) return { epoch: term.epoch, store: store.fenced(term.epoch) };
+  log.warn({ epoch: term.epoch, stored, confirmMs }, 'the term epoch is below the pipeline store\'s: waiting out a lease before writing above it');
+  if (confirmMs > 0) {
+    try {
+      await sleep(confirmMs, undefined, { signal: term.lost });
+    } catch {
+      // aborted: the term was lost
+    }
+  }
+  if (term.lost.aborted) throw new DrisError('invalid_state', 'the term ended before its epoch could be confirmed', { extra: { epoch: term.epoch, stored } });
+  const epoch = stored + 1;
+  log.warn({ epoch: term.epoch, writesWith: epoch }, 'the election epoch went backwards; this term writes with the epoch after the stored one');
+  return { epoch, store: store.fenced(epoch) };
 }

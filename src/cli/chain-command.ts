@@ -8,7 +8,8 @@ export const CHAIN_USAGE = `usage:
       deploys the DrisAnchor contract on the external chain of EVM_RPC_URL (DRIS_CHAIN_ID, default
       31337), signed with DRIS_ANCHORER_KEY or DRIS_ANCHORER_KEYSTORE (+ _PASSWORD), which becomes
       the contract's owner. The anchorer is --anchorer, else the signer. Waits for DRIS_CONFIRMATIONS
-      and prints the deployment as JSON; set DRIS_CONTRACT_ADDRESS to its contractAddress.`;
+      and prints the deployment as JSON; set DRIS_CONTRACT_ADDRESS to its contractAddress and
+      DRIS_CONTRACT_DEPLOY_BLOCK to its blockNumber.`;
 
 /**
  * `dris chain deploy`: the contract for an external chain, with the service's own chain settings

@@ -21,6 +21,8 @@ export interface NatsConfig {
   readonly credsFile?: string;
   readonly stream: string;
   readonly replicas: number;
+  /** Stream the messages no consumer could process go to. */
+  readonly deadLetterStream: string;
 }
 
 export interface RedisConfig {
@@ -48,6 +50,10 @@ export interface ChainConfig {
   readonly keystorePassword?: string;
   /** Deployed anchor contract; unset on the embedded node deploys one on first start. */
   readonly contractAddress?: string;
+  /** Block the contract was deployed in: where searches of its events start (0: the genesis). */
+  readonly deployBlock: number;
+  /** Most blocks one eth_getLogs call covers; fewer once the provider refuses a page for its size. */
+  readonly logBlockRange: number;
   readonly confirmations: number;
   /** Explorer link templates: `{address}` and `{tx}` are replaced. */
   readonly explorerAddressUrl?: string;
@@ -118,6 +124,10 @@ export interface Config {
   readonly ipfsApiUrl?: string;
   readonly chain: ChainConfig;
   readonly anchorRetry: AnchorRetryConfig;
+  /** A reconciliation of anchors with the contract runs at least this often, milliseconds. */
+  readonly anchorReconcileIntervalMs: number;
+  /** Deliveries of a queue message a consumer fails on before it goes to the dead letters. */
+  readonly maxDeliveries: number;
   /** Lease of the anchoring leader's term with Redis, milliseconds: how long a dead leader holds the role. */
   readonly leaderLeaseMs: number;
   /** Deadline of a manifest fetch from IPFS, milliseconds. */
@@ -283,7 +293,12 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     natsUrl === undefined
       ? undefined
       : withOptional(
-          { url: natsUrl, stream: r.str('NATS_STREAM') ?? 'DRIS_RECORDS', replicas: r.int('NATS_REPLICAS', 1, 1, 5) },
+          {
+            url: natsUrl,
+            stream: r.str('NATS_STREAM') ?? 'DRIS_RECORDS',
+            replicas: r.int('NATS_REPLICAS', 1, 1, 5),
+            deadLetterStream: r.str('NATS_DEAD_LETTER_STREAM') ?? 'DRIS_DEAD_LETTER',
+          },
           { user: r.str('NATS_USER'), pass: r.str('NATS_PASSWORD'), token: r.str('NATS_TOKEN'), credsFile: r.str('NATS_CREDS_FILE') },
         );
   const redis: RedisConfig | undefined =
@@ -307,6 +322,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       feeBumpPercent: feeBumpPercent(r),
       minPriorityFeeWei: minPriorityFeeWei(r),
       txTimeoutMs: r.int('DRIS_CHAIN_TX_TIMEOUT_MS', 600_000, 10_000, 86_400_000),
+      deployBlock: r.int('DRIS_CONTRACT_DEPLOY_BLOCK', 0, 0, Number.MAX_SAFE_INTEGER),
+      logBlockRange: r.int('DRIS_CHAIN_LOG_BLOCK_RANGE', 10_000, 1, 1_000_000),
     } as ChainConfig,
     {
       publicRpcUrl: r.url('DRIS_PUBLIC_RPC_URL', ['http:', 'https:']),
@@ -367,6 +384,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
         baseDelayMs: r.int('DRIS_ANCHOR_RETRY_BASE_MS', 1000, 1, 3_600_000),
         maxDelayMs: r.int('DRIS_ANCHOR_RETRY_MAX_MS', 60_000, 1, 86_400_000),
       },
+      anchorReconcileIntervalMs: r.int('DRIS_ANCHOR_RECONCILE_INTERVAL_MS', 300_000, 1000, 86_400_000),
+      maxDeliveries: r.int('DRIS_MAX_DELIVERIES', 10, 2, 1000),
       ipfsTimeoutMs: r.int('DRIS_IPFS_TIMEOUT_MS', 10_000, 100, 600_000),
       leaderLeaseMs: r.int('DRIS_LEADER_LEASE_MS', 10_000, 500, 600_000),
       verifyChainCacheMs: r.int('DRIS_VERIFY_CHAIN_CACHE_MS', 5_000, 0, 3_600_000),

@@ -4,7 +4,7 @@ import { loadHashingBackend } from '../../src/adapters/hashing/select-backend.js
 import { Anchorer, requeueFailedSnapshot } from '../../src/app/anchorer.js';
 import { formBatch, type FormedBatch } from '../../src/domain/pipeline/batch-formation.js';
 import type { AnchorReceipt, AnchorRequest, Chain, ChainInfo, OnChainAnchor, Pinner, PipelineStore, RecordTrace, SnapshotQuery } from '../../src/domain/pipeline/ports.js';
-import type { Batch, BatchStatus, LifecycleEntry, Manifest, Snapshot } from '../../src/domain/pipeline/types.js';
+import type { Batch, BatchRef, BatchStatus, LifecycleEntry, Manifest, Snapshot } from '../../src/domain/pipeline/types.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
 import { DrisError } from '../../src/errors/dris-error.js';
 import { setLogLevel } from '../../src/util/logger.js';
@@ -37,11 +37,16 @@ function record(batch: number, i: number): AcceptedRecord {
   };
 }
 
+function refOf(b: Batch): BatchRef {
+  return { batchId: b.batchId, merkleRoot: b.merkleRoot, batchSeq: b.batchSeq, createdAtMs: b.createdAtMs };
+}
+
 /** The pipeline store in memory: the latest row of each batch and snapshot. */
 class MemoryStore implements PipelineStore {
   readonly batches = new Map<string, Batch>();
   readonly snapshots = new Map<string, Snapshot>();
   readonly lifecycle: LifecycleEntry[] = [];
+  anchoredReads = 0;
 
   saveFormedBatches(formed: readonly FormedBatch[]): Promise<void> {
     for (const f of formed) {
@@ -61,6 +66,29 @@ class MemoryStore implements PipelineStore {
         .sort((a, b) => a.createdAtMs - b.createdAtMs)
         .slice(0, limit),
     );
+  }
+  latestByStatus(status: BatchStatus, limit: number, olderThan?: BatchRef): Promise<BatchRef[]> {
+    const newestFirst = [...this.batches.values()]
+      .filter((b) => b.status === status)
+      .sort((a, b) => b.createdAtMs - a.createdAtMs || (a.batchId < b.batchId ? 1 : -1))
+      .filter((b) => olderThan === undefined || b.createdAtMs < olderThan.createdAtMs || (b.createdAtMs === olderThan.createdAtMs && b.batchId < olderThan.batchId));
+    return Promise.resolve(newestFirst.slice(0, limit).map(refOf));
+  }
+  anchoredBelow(beforeSeq: number | null, limit: number): Promise<BatchRef[]> {
+    this.anchoredReads += 1;
+    const below = [...this.batches.values()]
+      .filter((b) => b.status === 'Anchored' && (beforeSeq === null || (b.batchSeq ?? 0) < beforeSeq))
+      .sort((a, b) => (b.batchSeq ?? 0) - (a.batchSeq ?? 0));
+    return Promise.resolve(below.slice(0, limit).map(refOf));
+  }
+  anchoredCountThrough(batchSeq: number): Promise<number> {
+    return Promise.resolve([...this.batches.values()].filter((b) => b.status === 'Anchored' && (b.batchSeq ?? 0) <= batchSeq).length);
+  }
+  fenced(): PipelineStore {
+    return this;
+  }
+  highestEpoch(): Promise<number> {
+    return Promise.resolve(0);
   }
   latestAnchoredBatch(): Promise<Batch | null> {
     const anchored = [...this.batches.values()].filter((b) => b.status === 'Anchored').sort((a, b) => (b.batchSeq ?? 0) - (a.batchSeq ?? 0));
@@ -151,6 +179,11 @@ class OrderedChain implements Chain {
   }
   anchor(r: AnchorRequest): Promise<AnchorReceipt> {
     this.calls.push(r.batchSeq);
+    if (this.holdNext) {
+      this.holdNext = false;
+      this.held.set(r.merkleRoot, r);
+      return Promise.reject(new DrisError('timeout', 'not mined before the deadline'));
+    }
     const mined = this.tail.then(() => this.mine(r));
     this.tail = mined.catch(() => undefined);
     return mined;
@@ -161,14 +194,29 @@ class OrderedChain implements Chain {
     if (this.roots.has(r.merkleRoot)) throw new DrisError('invalid_state', 'root exists', { extra: { reason: 'root_exists' } });
     this.last = r.batchSeq;
     this.roots.set(r.merkleRoot, r.batchSeq);
+    this.events.set(r.merkleRoot, { txHash: `0x${String(r.batchSeq).padStart(64, '0')}`, blockNumber: r.batchSeq, batchSeq: r.batchSeq, manifestCid: r.manifestCid });
     return { txHash: `0x${String(r.batchSeq).padStart(64, '0')}`, blockNumber: r.batchSeq, blockTimestamp: 1_700_000_000 + r.batchSeq, chainId: 31337, contractAddress: this.info().contractAddress };
   }
   anchorOf(merkleRoot: string): Promise<OnChainAnchor | null> {
+    this.anchorOfCalls += 1;
     const seq = this.roots.get(merkleRoot);
     return Promise.resolve(seq === undefined ? null : { batchSeq: seq, merkleRoot, anchoredAt: 1_700_000_000 + seq });
   }
-  findAnchorEvent(): Promise<null> {
-    return Promise.resolve(null);
+  /** Anchors mined, by root, as their Anchored events tell. */
+  readonly events = new Map<string, { txHash: string; blockNumber: number; batchSeq: number; manifestCid: string }>();
+  anchorOfCalls = 0;
+  /** An anchor the chain keeps to itself for now (its sender gives up), mined by `mineLate`. */
+  readonly held = new Map<string, AnchorRequest>();
+  holdNext = false;
+  mineLate(merkleRoot: string): void {
+    const r = this.held.get(merkleRoot);
+    if (r === undefined) throw new Error('nothing held');
+    this.held.delete(merkleRoot);
+    this.mine({ ...r, batchSeq: this.last + 1 });
+  }
+  findAnchorEvent(merkleRoot: string): Promise<(AnchorReceipt & { batchSeq: number; manifestCid: string }) | null> {
+    const e = this.events.get(merkleRoot);
+    return Promise.resolve(e === undefined ? null : { ...e, blockTimestamp: 1_700_000_000 + e.batchSeq, chainId: 31337, contractAddress: this.info().contractAddress });
   }
   receiptOf(): Promise<null> {
     return Promise.resolve(null);
@@ -296,4 +344,141 @@ void t.test('a retry written to the store by a process without the anchorer is t
     (e: unknown) => e,
   );
   t.equal(unknown instanceof DrisError ? unknown.code : null, 'not_found');
+});
+
+/** A batch as the store holds it once anchored at `seq`, made up (one leaf); its snapshot too. */
+function anchoredAt(seq: number): { batch: Batch; snapshot: Snapshot } {
+  const leaf = createHash('sha256').update(`leaf-${seq}`).digest('hex');
+  const batchId = `b-${String(seq).padStart(6, '0')}`;
+  const root = Buffer.from(hashing.merkleRoot([Buffer.from(leaf, 'hex')])).toString('hex');
+  const batch: Batch = {
+    batchId,
+    createdAtMs: 1_700_000_000_000 + seq,
+    status: 'Anchored',
+    treeSize: 1,
+    merkleRoot: root,
+    leaves: [leaf],
+    ingestIds: [`i-${seq}`],
+    tenants: ['acme'],
+    batchSeq: seq,
+    manifestCid: `cid-${seq}`,
+    previous: null,
+    chainId: 31337,
+    contractAddress: '0x0000000000000000000000000000000000000001',
+    txHash: `0x${String(seq).padStart(64, '0')}`,
+    blockNumber: seq,
+    anchoredAtMs: (1_700_000_000 + seq) * 1000,
+    attempts: 1,
+    lastError: null,
+  };
+  const snapshot: Snapshot = {
+    snapshotId: `s-${seq}`,
+    tenantId: 'acme',
+    batchId,
+    status: 'Anchored',
+    recordIds: [`r-${seq}`],
+    ingestIds: [`i-${seq}`],
+    recordCount: 1,
+    snapshotHash: leaf,
+    merkleRoot: root,
+    anchorTimestampMs: batch.anchoredAtMs,
+    onChainConfirmed: true,
+    chainTxHash: batch.txHash,
+    createdAtMs: batch.createdAtMs,
+  };
+  return { batch, snapshot };
+}
+
+void t.test('reconciliation walks back from the newest anchor: lost recent anchors are found behind 10 000 older ones, at one read each', async (t) => {
+  const store = new MemoryStore();
+  const chain = new OrderedChain();
+  chain.release();
+  const KEPT = 10_000;
+  const LOST = 30;
+  for (let seq = 1; seq <= KEPT + LOST; seq++) {
+    const { batch, snapshot } = anchoredAt(seq);
+    store.batches.set(batch.batchId, batch);
+    store.snapshots.set(snapshot.snapshotId, snapshot);
+    // The chain kept the older anchors only: it was restored from a state before the last ones.
+    if (seq <= KEPT) {
+      chain.roots.set(batch.merkleRoot, seq);
+      chain.last = seq;
+    }
+  }
+  const anchorer = new Anchorer(store, new MemoryPinner(), chain, hashing, { maxAttempts: 6, baseDelayMs: 30, maxDelayMs: 100, idleMs: 20 });
+  await anchorer.start();
+  t.teardown(() => anchorer.stop());
+  t.equal(chain.anchorOfCalls, LOST + 1, 'the reconciliation at start: one contract read per lost batch, and one where store and chain agree');
+  t.equal(store.anchoredReads, 1, 'one page of the store');
+  await until(() => chain.last === KEPT + LOST && [...store.batches.values()].every((b) => b.status === 'Anchored'), 'the lost batches anchored again');
+  t.same(chain.calls, Array.from({ length: LOST }, (_, i) => KEPT + 1 + i), 'each lost batch anchored again once, in order, under the sequence it had');
+  for (let seq = KEPT + 1; seq <= KEPT + LOST; seq++) {
+    const b = store.batches.get(`b-${String(seq).padStart(6, '0')}`);
+    t.equal(b?.batchSeq, seq);
+    t.equal(chain.roots.get(b?.merkleRoot ?? ''), seq);
+  }
+  const requeued = store.lifecycle.filter((e) => e.reason === 'anchor missing on-chain; re-queued');
+  t.equal(requeued.length, LOST, 'only the lost snapshots went back');
+});
+
+void t.test('a batch given up whose anchor is mined later becomes Anchored; the next batch follows it without a gap', async (t) => {
+  const store = new MemoryStore();
+  const pinner = new MemoryPinner();
+  const chain = new OrderedChain();
+  chain.release();
+  const anchorer = new Anchorer(store, pinner, chain, hashing, { maxAttempts: 1, baseDelayMs: 30, maxDelayMs: 100, idleMs: 20 });
+  await anchorer.start();
+  t.teardown(() => anchorer.stop());
+
+  const [late] = [formBatch(Array.from({ length: 3 }, (_, i) => record(70, i)), hashing, 1_700_000_000_070)];
+  if (late === undefined) throw new Error('no batch');
+  chain.holdNext = true;
+  await store.saveFormedBatches([late]);
+  anchorer.enqueue([late]);
+  await until(() => store.batches.get(late.batch.batchId)?.status === 'Failed', 'the batch given up');
+  t.equal(chain.last, 0, 'nothing on chain yet');
+
+  // Its transaction is mined after all.
+  chain.mineLate(late.batch.merkleRoot);
+  const [next] = [formBatch(Array.from({ length: 2 }, (_, i) => record(71, i)), hashing, 1_700_000_000_071)];
+  if (next === undefined) throw new Error('no batch');
+  await store.saveFormedBatches([next]);
+  anchorer.enqueue([next]);
+  await until(() => store.batches.get(next.batch.batchId)?.status === 'Anchored', 'the next batch anchored');
+
+  const recovered = store.batches.get(late.batch.batchId);
+  t.equal(recovered?.status, 'Anchored', 'the Failed batch is Anchored');
+  t.equal(recovered?.batchSeq, 1);
+  t.equal(recovered?.txHash, `0x${'1'.padStart(64, '0')}`, 'with the transaction that holds its event');
+  t.equal(recovered?.anchoredAtMs, (1_700_000_000 + 1) * 1000, 'and its block time');
+  t.equal(recovered?.lastError, null);
+  const snaps = late.snapshots.map((s) => store.snapshots.get(s.snapshotId));
+  t.ok(snaps.every((s) => s?.status === 'Anchored' && s.onChainConfirmed), 'its snapshots Anchored');
+  t.same(
+    store.lifecycle.filter((e) => e.snapshotId === late.snapshots[0]?.snapshotId).map((e) => e.state),
+    ['Ingested', 'PendingAnchor', 'Batched', 'Failed', 'Anchored'],
+    'Failed, then Anchored when found on chain',
+  );
+  const after = store.batches.get(next.batch.batchId);
+  t.equal(after?.batchSeq, 2, 'the next batch takes the sequence after it');
+  t.same(after?.previous, { batchId: late.batch.batchId, merkleRoot: late.batch.merkleRoot, cid: recovered?.manifestCid }, 'and names it as previous');
+  t.same(chain.calls, [1, 2], 'one transaction per batch');
+});
+
+void t.test('a batch given up whose anchor is mined later is found by the periodic reconciliation when nothing else is anchored', async (t) => {
+  const store = new MemoryStore();
+  const chain = new OrderedChain();
+  chain.release();
+  const anchorer = new Anchorer(store, new MemoryPinner(), chain, hashing, { maxAttempts: 1, baseDelayMs: 30, maxDelayMs: 100, idleMs: 20, reconcileIntervalMs: 50 });
+  await anchorer.start();
+  t.teardown(() => anchorer.stop());
+  const [late] = [formBatch(Array.from({ length: 2 }, (_, i) => record(80, i)), hashing, 1_700_000_000_080)];
+  if (late === undefined) throw new Error('no batch');
+  chain.holdNext = true;
+  await store.saveFormedBatches([late]);
+  anchorer.enqueue([late]);
+  await until(() => store.batches.get(late.batch.batchId)?.status === 'Failed', 'the batch given up');
+  chain.mineLate(late.batch.merkleRoot);
+  await until(() => store.batches.get(late.batch.batchId)?.status === 'Anchored', 'the batch found on chain');
+  t.equal(store.batches.get(late.batch.batchId)?.batchSeq, 1);
 });

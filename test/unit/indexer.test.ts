@@ -3,6 +3,7 @@ import { Indexer, type IndexerOptions } from '../../src/app/indexer.js';
 import type { AuditEvent, AuditLog } from '../../src/domain/audit/ports.js';
 import type { ConsumeOptions, Delivery, RecordIndex, RecordQueue, Subscription } from '../../src/domain/records/ports.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
+import { DrisError } from '../../src/errors/dris-error.js';
 import { sampleRecord } from '../harness/records.js';
 
 const rec = sampleRecord;
@@ -10,6 +11,7 @@ const rec = sampleRecord;
 interface FakeDelivery extends Delivery {
   acked: boolean;
   nakedMs: number | null;
+  deadLettered: { reason: string; ids: string[] } | null;
 }
 
 function delivery(seq: number, records: AcceptedRecord[], deliveryCount = 1): FakeDelivery {
@@ -19,6 +21,11 @@ function delivery(seq: number, records: AcceptedRecord[], deliveryCount = 1): Fa
     deliveryCount,
     acked: false,
     nakedMs: null,
+    deadLettered: null,
+    deadLetter: (reason, records = d.records) => {
+      d.deadLettered = { reason, ids: records.map((r) => r.ingestId) };
+      return Promise.resolve();
+    },
     ack: () => {
       d.acked = true;
       return Promise.resolve();
@@ -59,6 +66,10 @@ class GatedIndex implements Pick<RecordIndex, 'insertRecords'>, Pick<AuditLog, '
   readonly writes: string[][] = [];
   readonly audited: string[] = [];
   failNext = false;
+  /** Every write holding one of these ingest ids is refused (a record the index can never take). */
+  readonly poison = new Set<string>();
+  /** Every write fails as an outage. */
+  down = false;
   inProgress = 0;
   maxInProgress = 0;
   private gates: (() => void)[] = [];
@@ -69,10 +80,11 @@ class GatedIndex implements Pick<RecordIndex, 'insertRecords'>, Pick<AuditLog, '
     this.maxInProgress = Math.max(this.maxInProgress, this.inProgress);
     try {
       if (this.gated) await new Promise<void>((resolve) => this.gates.push(resolve));
-      if (this.failNext) {
+      if (this.failNext || this.down) {
         this.failNext = false;
-        throw new Error('index down');
+        throw new DrisError('dependency_unavailable', 'index down');
       }
+      if (records.some((r) => this.poison.has(r.ingestId))) throw new DrisError('internal_error', 'the engine refused a row');
       this.writes.push(records.map((r) => r.ingestId));
     } finally {
       this.inProgress--;
@@ -95,6 +107,7 @@ const options = (o: Partial<IndexerOptions> = {}): IndexerOptions => ({
   retryBaseMs: 500,
   maxWriteRecords: 4,
   lingerMs: 30,
+  maxDeliveries: 3,
   ...o,
 });
 
@@ -179,4 +192,63 @@ void t.test('stop writes what is held', async (t) => {
   t.same(index.writes, [['id-1']]);
   t.ok(d.acked);
   t.equal(queue.options?.maxInFlight, 100, 'the in-flight bound is the queue consumer option');
+});
+
+void t.test('a message the index refuses is written alone: the others of its write go on; at its last delivery only its bad record is set aside', async (t) => {
+  const { queue, index, indexer } = setup({ retryBaseMs: 100, maxWriteRecords: 1 });
+  index.poison.add('id-9');
+  const good1 = delivery(1, [rec(1)]);
+  const bad = delivery(2, [rec(2), rec(9), rec(3)]);
+  const good2 = delivery(3, [rec(4)]);
+  await queue.deliver([good1, bad, good2]);
+  t.ok(good1.acked && good2.acked, 'the other messages are indexed and acked');
+  t.notOk(bad.acked, 'the refused message is not acked');
+  t.equal(bad.nakedMs, 100, 'it is given back with the first delay');
+  t.equal(bad.deadLettered, null, 'not set aside before its last delivery');
+  t.same(index.writes, [['id-1'], ['id-4']]);
+
+  const second = delivery(2, [rec(2), rec(9), rec(3)], 2);
+  await queue.deliver([second]);
+  t.equal(second.nakedMs, 200, 'given back again, with a longer delay');
+  t.equal(second.deadLettered, null);
+
+  const last = delivery(2, [rec(2), rec(9), rec(3)], 3);
+  await queue.deliver([last]);
+  t.same(last.deadLettered, { reason: 'index_refused:internal_error', ids: ['id-9'] }, 'only the bad record is set aside, with the code');
+  t.equal(last.nakedMs, null, 'and the message is settled, not given back');
+  t.same(index.writes, [['id-1'], ['id-4'], ['id-2'], ['id-3']], 'its good records are indexed one by one');
+  t.equal(indexer.deadLetteredCount, 1);
+  t.equal(indexer.indexedCount, 4);
+
+  const after = delivery(4, [rec(5)]);
+  await queue.deliver([after]);
+  await indexer.stop();
+  t.ok(after.acked, 'later messages flow');
+});
+
+void t.test('an outage is never taken for poison, however many deliveries', async (t) => {
+  const { queue, index, indexer } = setup({ retryBaseMs: 100, maxWriteRecords: 1 });
+  index.down = true;
+  const d = delivery(1, [rec(1)], 10);
+  await queue.deliver([d]);
+  t.equal(d.deadLettered, null);
+  t.equal(d.nakedMs, 6400, 'given back with the longest delay (100 * 2^6)');
+  index.down = false;
+  await indexer.stop();
+});
+
+void t.test('a lone refused message waits for evidence that the index takes other writes', async (t) => {
+  const { queue, index, indexer } = setup({ retryBaseMs: 100, maxWriteRecords: 1 });
+  index.poison.add('id-7');
+  const first = delivery(1, [rec(7)], 3);
+  await queue.deliver([first]);
+  t.equal(first.deadLettered, null, 'nothing else was written since it first failed: maybe the index refuses everything');
+  t.equal(first.nakedMs, 400);
+  const other = delivery(2, [rec(8)]);
+  await queue.deliver([other]);
+  t.ok(other.acked);
+  const again = delivery(1, [rec(7)], 4);
+  await queue.deliver([again]);
+  t.same(again.deadLettered, { reason: 'index_refused:internal_error', ids: ['id-7'] }, 'another write went in meanwhile: set aside');
+  await indexer.stop();
 });

@@ -1,6 +1,7 @@
 import { Contract, getAddress, Interface, isAddress, isError, zeroPadValue, toBeHex, type EventFragment, type JsonRpcProvider, type Log, type LogDescription } from 'ethers';
 import { DrisError } from '../../errors/dris-error.js';
 import type { AnchorEventView, ChainReader } from '../../domain/verification/ports.js';
+import { BlockRangePager, DEFAULT_LOG_BLOCK_RANGE, type LogPageVisit } from './block-range-pager.js';
 import { translateChainError } from './chain-errors.js';
 import { makeProvider } from './ethers-chain.js';
 
@@ -19,7 +20,7 @@ export interface AnchorReaderOptions {
   readonly timeoutMs?: number;
   /** Lower bound of every log search (the contract's deployment block, when known). Default 0. */
   readonly fromBlock?: number;
-  /** Blocks per eth_getLogs query; public providers cap the range. Default 50 000. */
+  /** Most blocks per eth_getLogs query (fewer once the provider refuses a page). Default 10 000. */
   readonly maxBlockRange?: number;
   /**
    * Events at least this many blocks below the head are taken as final and cached; younger ones
@@ -44,7 +45,6 @@ export const ANCHOR_READER_ABI = [
 ] as const;
 
 const ROOT_RE = /^[0-9a-f]{64}$/;
-const DEFAULT_RANGE = 50_000;
 const DEFAULT_FINALITY = 64;
 
 function assertRoot(merkleRoot: string): void {
@@ -69,7 +69,7 @@ type Topics = (string | null)[];
 export class AnchorReader implements ChainReader {
   private readonly contract: Contract;
   private readonly anchored: EventFragment;
-  private readonly range: number;
+  private readonly pager: BlockRangePager;
   private readonly finality: number;
   private readonly fromBlock: number;
   private closed = false;
@@ -93,7 +93,7 @@ export class AnchorReader implements ChainReader {
     const event = iface.getEvent('Anchored');
     if (event === null) throw new DrisError('config_invalid', 'the contract ABI has no Anchored event');
     this.anchored = event;
-    this.range = Math.max(1, nonNegativeInt(options.maxBlockRange ?? DEFAULT_RANGE, 'maxBlockRange'));
+    this.pager = new BlockRangePager(Math.max(1, nonNegativeInt(options.maxBlockRange ?? DEFAULT_LOG_BLOCK_RANGE, 'maxBlockRange')));
     this.finality = nonNegativeInt(options.finalityDepth ?? DEFAULT_FINALITY, 'finalityDepth');
     this.fromBlock = nonNegativeInt(options.fromBlock ?? 0, 'fromBlock');
     this.scannedTo = this.fromBlock - 1;
@@ -237,27 +237,26 @@ export class AnchorReader implements ChainReader {
    */
   private async searchIndexed(topics: Topics, what: string): Promise<AnchorEventView | null> {
     const head = await this.headBlock();
-    for (let from = this.scannedTo + 1; from <= head; from += this.range) {
-      const to = Math.min(head, from + this.range - 1);
-      const logs = await this.getLogs(topics, from, to, what);
+    let found: AnchorEventView | null = null;
+    await this.scan(topics, head, what, (logs) => {
       for (const log of logs) {
         const view = this.parse(log);
         if (view === null) continue;
         this.remember(view, head);
-        return view;
+        found = view;
+        return true;
       }
-    }
-    return null;
+      return false;
+    });
+    return found;
   }
 
   /** batchId is not indexed: every Anchored log is read, cached when final, until the match. */
   private async scanForBatchId(batchId: string): Promise<AnchorEventView | null> {
     const head = await this.headBlock();
     const finalHead = head - this.finality;
-    for (let from = this.scannedTo + 1; from <= head; from += this.range) {
-      const to = Math.min(head, from + this.range - 1);
-      const logs = await this.getLogs([this.anchored.topicHash], from, to, 'scanning Anchored events');
-      let found: AnchorEventView | null = null;
+    let found: AnchorEventView | null = null;
+    await this.scan([this.anchored.topicHash], head, 'scanning Anchored events', (logs, from, to) => {
       for (const log of logs) {
         const view = this.parse(log);
         if (view === null) continue;
@@ -266,15 +265,16 @@ export class AnchorReader implements ChainReader {
       }
       // Only a range read whole and final may be skipped by later searches.
       if (to <= finalHead && from === this.scannedTo + 1) this.scannedTo = to;
-      if (found !== null) return found;
-    }
-    return null;
+      return found !== null;
+    });
+    return found;
   }
 
-  private async getLogs(topics: Topics, fromBlock: number, toBlock: number, what: string): Promise<Log[]> {
+  /** The blocks after those scanned in full, up to `head`, oldest page first (BlockRangePager). */
+  private async scan(topics: Topics, head: number, what: string, visit: LogPageVisit): Promise<void> {
     this.assertOpen();
     try {
-      return await this.provider.getLogs({ address: this.contractAddress, topics, fromBlock, toBlock });
+      await this.pager.scan(this.scannedTo + 1, head, 'oldest', (fromBlock, toBlock) => this.provider.getLogs({ address: this.contractAddress, topics, fromBlock, toBlock }), visit);
     } catch (err) {
       throw translateChainError(err, what, this.iface);
     }

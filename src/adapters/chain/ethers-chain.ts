@@ -1,8 +1,9 @@
 import { readFile } from 'node:fs/promises';
-import { Contract, ContractFactory, FetchRequest, getAddress, Interface, isAddress, isError, JsonRpcProvider, Network, Wallet, type TransactionReceipt } from 'ethers';
+import { Contract, ContractFactory, FetchRequest, getAddress, Interface, isAddress, isError, JsonRpcProvider, Network, Wallet, type Log, type TransactionReceipt } from 'ethers';
 import { DrisError } from '../../errors/dris-error.js';
 import type { AnchorReceipt, AnchorRequest, Chain, ChainInfo, OnChainAnchor } from '../../domain/pipeline/ports.js';
 import { componentLogger, type Logger } from '../../util/logger.js';
+import { BlockRangePager, DEFAULT_LOG_BLOCK_RANGE } from './block-range-pager.js';
 import { translateChainError } from './chain-errors.js';
 import { loadAnchorArtifact, type AnchorArtifact } from './contract-artifact.js';
 import { NonceConflict, TxSender, type Fees, type SentTransaction, type TxSubmission } from './tx-sender.js';
@@ -61,6 +62,8 @@ export interface EthersChainOptions extends ChainConnectionOptions {
   readonly deployIfMissing?: boolean;
   /** Block the contract was deployed in; the lower bound of event searches. Default 0. */
   readonly deployBlock?: number;
+  /** Most blocks one eth_getLogs call covers (fewer once the provider refuses a page). Default 10 000. */
+  readonly logBlockRange?: number;
   /** Anchors waiting to be sent behind the one being sent; beyond it anchor() answers 'overloaded'. Default 16. */
   readonly maxQueued?: number;
   /** Time allowed to check(). Default 2 s. */
@@ -349,6 +352,7 @@ export class EthersChain implements Chain {
   private readonly confirming = new Set<Promise<unknown>>();
   /** The gas limit of the last anchor that could be estimated, for one that cannot be yet. */
   private lastGasLimit: bigint | null = null;
+  private readonly pager: BlockRangePager;
 
   private constructor(
     private readonly rt: Runtime,
@@ -359,12 +363,14 @@ export class EthersChain implements Chain {
     this.deployment = deployment;
     this.contract = new Contract(contractAddress, rt.artifact.abi, rt.wallet.connect(rt.provider));
     this.queue = new SerialQueue(options.maxQueued ?? 16);
+    this.pager = new BlockRangePager(options.logBlockRange ?? DEFAULT_LOG_BLOCK_RANGE);
     this.chainInfo = {
       chainId: rt.chainId,
       contractAddress,
       rpcUrl: options.publicRpcUrl ?? defaultPublicRpcUrl(options.rpcUrl),
       anchorerAddress: rt.wallet.address,
       confirmations: options.confirmations ?? 1,
+      deployBlock: options.deployBlock ?? deployment?.blockNumber ?? 0,
       ...(options.explorerAddressUrl === undefined ? {} : { explorerAddressUrl: options.explorerAddressUrl }),
       ...(options.explorerTxUrl === undefined ? {} : { explorerTxUrl: options.explorerTxUrl }),
     };
@@ -602,41 +608,49 @@ export class EthersChain implements Chain {
   }
 
   /**
-   * The Anchored event of a root, searched from `fromBlock` (default: the deployment block): finds
+   * The Anchored event of a root, searched from the chain's head back to `fromBlock` (default: the
+   * deployment block), a page of blocks at a time (BlockRangePager: provider caps respected): finds
    * the transaction of an anchor whose hash was lost, e.g. one mined after its sender gave up.
-   * Public providers cap the block range of a log query; give a recent fromBlock there.
+   * Newest first, since those are recent; a root is anchored at most once, so the first match ends
+   * the search.
    */
   async findAnchorEvent(merkleRoot: string, fromBlock?: number): Promise<AnchorEvent | null> {
     this.assertOpen();
     assertRoot(merkleRoot);
     const event = this.rt.iface.getEvent('Anchored');
     if (event === null) throw new DrisError('internal_error', 'the contract ABI has no Anchored event');
+    const lowest = fromBlock ?? this.options.deployBlock ?? this.deployment?.blockNumber ?? 0;
+    let found: Log | undefined;
     try {
-      const logs = await this.rt.provider.getLogs({
-        address: this.contractAddress,
-        topics: [event.topicHash, null, `0x${merkleRoot}`],
-        fromBlock: fromBlock ?? this.options.deployBlock ?? this.deployment?.blockNumber ?? 0,
-        toBlock: 'latest',
-      });
-      const log = logs.at(-1);
-      if (log === undefined) return null;
-      const parsed = this.rt.iface.parseLog({ topics: [...log.topics], data: log.data });
-      if (parsed === null) return null;
-      return {
-        txHash: log.transactionHash,
-        blockNumber: log.blockNumber,
-        blockTimestamp: Number(parsed.args.getValue('timestamp') as bigint),
-        chainId: this.rt.chainId,
-        contractAddress: this.contractAddress,
-        batchSeq: Number(parsed.args.getValue('batchSeq') as bigint),
-        merkleRoot,
-        batchId: parsed.args.getValue('batchId') as string,
-        manifestCid: parsed.args.getValue('manifestCid') as string,
-        recordCount: Number(parsed.args.getValue('recordCount') as bigint),
-      };
+      const head = await this.rt.provider.getBlockNumber();
+      await this.pager.scan(
+        lowest,
+        head,
+        'newest',
+        (from, to) => this.rt.provider.getLogs({ address: this.contractAddress, topics: [event.topicHash, null, `0x${merkleRoot}`], fromBlock: from, toBlock: to }),
+        (logs) => {
+          found = logs.filter((l) => !l.removed).at(-1);
+          return found !== undefined;
+        },
+      );
     } catch (err) {
       throw translateChainError(err, 'searching anchor events');
     }
+    if (found === undefined) return null;
+    const parsed = this.rt.iface.parseLog({ topics: [...found.topics], data: found.data });
+    if (parsed === null) return null;
+    return {
+      txHash: found.transactionHash,
+      blockNumber: found.blockNumber,
+      blockTimestamp: Number(parsed.args.getValue('timestamp') as bigint),
+      chainId: this.rt.chainId,
+      contractAddress: this.contractAddress,
+      batchSeq: Number(parsed.args.getValue('batchSeq') as bigint),
+      merkleRoot,
+      batchId: parsed.args.getValue('batchId') as string,
+      manifestCid: parsed.args.getValue('manifestCid') as string,
+      recordCount: Number(parsed.args.getValue('recordCount') as bigint),
+    };
   }
 
   async check(): Promise<void> {

@@ -1,8 +1,9 @@
 import { DrisError } from '../../errors/dris-error.js';
 import type { FormedBatch } from '../../domain/pipeline/batch-formation.js';
 import type { PipelineStore, RecordTrace, SnapshotQuery } from '../../domain/pipeline/ports.js';
-import type { Batch, BatchStatus, LifecycleEntry, Snapshot, SnapshotStatus } from '../../domain/pipeline/types.js';
+import type { Batch, BatchRef, BatchStatus, LifecycleEntry, Snapshot } from '../../domain/pipeline/types.js';
 import { dateTime64Text, encodeCursor, decodeCursor } from './clickhouse-record-index.js';
+import { BATCH_COLUMNS, epochOfVersion, epochVersion, n, nextMicros, REF_COLUMNS, SNAPSHOT_COLUMNS, toBatch, toRef, toSnapshot, type BatchRow, type Int64Out, type RefRow, type SnapshotRow } from './pipeline-rows.js';
 import { lookupRowsOf, readLookup } from './record-lookup.js';
 import { databaseIdentifier, MAX_PAGE_LIMIT } from './sql.js';
 import type { SqlRunner } from './sql-runner.js';
@@ -17,122 +18,50 @@ import type { SqlRunner } from './sql-runner.js';
  * Reads that select batches by a column that changes (status) find the ids on the narrow columns
  * first and only then read those rows whole: a batch row carries its leaves and ingest ids (tens of
  * KiB), and FINAL would otherwise read them for every batch ever formed.
+ *
+ * Writes carry a leadership epoch (`fenced`): batch and snapshot rows in their version's high
+ * half, lifecycle entries in a column. A store not fenced (a retry requested through the API, a
+ * tool) writes with the highest epoch stored, read before each write.
  */
 
 /** Clock skew allowed between the process that accepted a record and the one that batched it. */
 const BATCHED_AFTER_ACCEPTED_MARGIN_MS = 3_600_000;
 
-type Int64Out = number | string;
-
-interface BatchRow {
-  batch_id: string;
-  created_at_ms: Int64Out;
-  status: string;
-  tree_size: number;
-  merkle_root: string;
-  leaves: string[];
-  ingest_ids: string[];
-  tenants: string[];
-  batch_seq: Int64Out | null;
-  manifest_cid: string | null;
-  prev_batch_id: string | null;
-  prev_merkle_root: string | null;
-  prev_cid: string | null;
-  chain_id: Int64Out | null;
-  contract_address: string | null;
-  tx_hash: string | null;
-  block_number: Int64Out | null;
-  anchored_at_ms: Int64Out | null;
-  attempts: number;
-  last_error: string | null;
-}
-
-interface SnapshotRow {
-  snapshot_id: string;
-  tenant_id: string;
-  batch_id: string;
-  status: string;
-  record_ids: string[];
-  ingest_ids: string[];
-  record_count: number;
-  snapshot_hash: string;
-  merkle_root: string | null;
-  anchor_timestamp_ms: Int64Out | null;
-  on_chain_confirmed: boolean | number;
-  chain_tx_hash: string | null;
-  created_at_ms: Int64Out;
-}
-
-const n = (v: Int64Out): number => Number(v);
-const nn = (v: Int64Out | null): number | null => (v === null ? null : Number(v));
-
-const BATCH_COLUMNS = `batch_id, toUnixTimestamp64Milli(created_at) AS created_at_ms, status, tree_size, merkle_root, leaves, ingest_ids,
-  tenants, batch_seq, manifest_cid, prev_batch_id, prev_merkle_root, prev_cid, chain_id, contract_address, tx_hash,
-  block_number, toUnixTimestamp64Milli(anchored_at) AS anchored_at_ms, attempts, last_error`;
-const SNAPSHOT_COLUMNS = `snapshot_id, tenant_id, batch_id, status, record_ids, ingest_ids, record_count, snapshot_hash, merkle_root,
-  toUnixTimestamp64Milli(anchor_timestamp) AS anchor_timestamp_ms, on_chain_confirmed, chain_tx_hash,
-  toUnixTimestamp64Milli(created_at) AS created_at_ms`;
-
-function toBatch(r: BatchRow): Batch {
-  return {
-    batchId: r.batch_id,
-    createdAtMs: n(r.created_at_ms),
-    status: r.status as BatchStatus,
-    treeSize: Number(r.tree_size),
-    merkleRoot: r.merkle_root,
-    leaves: r.leaves,
-    ingestIds: r.ingest_ids,
-    tenants: r.tenants,
-    batchSeq: nn(r.batch_seq),
-    manifestCid: r.manifest_cid,
-    previous: r.prev_batch_id === null || r.prev_merkle_root === null || r.prev_cid === null ? null : { batchId: r.prev_batch_id, merkleRoot: r.prev_merkle_root, cid: r.prev_cid },
-    chainId: nn(r.chain_id),
-    contractAddress: r.contract_address,
-    txHash: r.tx_hash,
-    blockNumber: nn(r.block_number),
-    anchoredAtMs: nn(r.anchored_at_ms),
-    attempts: Number(r.attempts),
-    lastError: r.last_error,
-  };
-}
-
-function toSnapshot(r: SnapshotRow): Snapshot {
-  return {
-    snapshotId: r.snapshot_id,
-    tenantId: r.tenant_id,
-    batchId: r.batch_id,
-    status: r.status as SnapshotStatus,
-    recordIds: r.record_ids,
-    ingestIds: r.ingest_ids,
-    recordCount: Number(r.record_count),
-    snapshotHash: r.snapshot_hash,
-    merkleRoot: r.merkle_root,
-    anchorTimestampMs: nn(r.anchor_timestamp_ms),
-    onChainConfirmed: r.on_chain_confirmed === true || r.on_chain_confirmed === 1,
-    chainTxHash: r.chain_tx_hash,
-    createdAtMs: n(r.created_at_ms),
-  };
-}
-
 export class ClickHousePipelineStore implements PipelineStore {
   readonly #db: string;
-  #lastVersion = 0;
+  /** The leadership epoch of every write; null: the highest stored. */
+  readonly #epoch: number | null;
 
   constructor(
     private readonly runner: SqlRunner,
     database: string,
+    epoch: number | null = null,
   ) {
     this.#db = databaseIdentifier(database);
+    if (epoch !== null && (!Number.isSafeInteger(epoch) || epoch < 0)) throw new DrisError('internal_error', 'a leadership epoch is a non-negative integer');
+    this.#epoch = epoch;
   }
 
-  /** Strictly increasing within the process, so a later write of the same row always wins. */
-  #version(): number {
-    const now = Date.now() * 1000;
-    this.#lastVersion = Math.max(now, this.#lastVersion + 1);
-    return this.#lastVersion;
+  fenced(epoch: number): ClickHousePipelineStore {
+    return new ClickHousePipelineStore(this.runner, this.#db, epoch);
   }
 
-  #batchRow(b: Batch): object {
+  async highestEpoch(): Promise<number> {
+    // The highest version of each table is the highest epoch's latest write; lifecycle entries
+    // are written beside snapshot rows of the same epoch.
+    const rows = await this.runner.query<{ b: Int64Out | null; s: Int64Out | null }>(
+      `SELECT toString((SELECT max(version) FROM ${this.#db}.batches)) AS b, toString((SELECT max(version) FROM ${this.#db}.snapshots)) AS s`,
+    );
+    const r = rows[0];
+    return r === undefined ? 0 : Math.max(epochOfVersion(r.b), epochOfVersion(r.s));
+  }
+
+  /** The epoch the next write carries. */
+  async #writeEpoch(): Promise<number> {
+    return this.#epoch ?? (await this.highestEpoch());
+  }
+
+  #batchRow(b: Batch, epoch: number): object {
     return {
       batch_id: b.batchId,
       created_at: dateTime64Text(b.createdAtMs),
@@ -154,11 +83,11 @@ export class ClickHousePipelineStore implements PipelineStore {
       anchored_at: b.anchoredAtMs === null ? null : dateTime64Text(b.anchoredAtMs),
       attempts: b.attempts,
       last_error: b.lastError,
-      version: this.#version(),
+      version: epochVersion(epoch),
     };
   }
 
-  #snapshotRow(s: Snapshot): object {
+  #snapshotRow(s: Snapshot, epoch: number): object {
     return {
       tenant_id: s.tenantId,
       snapshot_id: s.snapshotId,
@@ -173,11 +102,11 @@ export class ClickHousePipelineStore implements PipelineStore {
       on_chain_confirmed: s.onChainConfirmed,
       chain_tx_hash: s.chainTxHash,
       created_at: dateTime64Text(s.createdAtMs),
-      version: this.#version(),
+      version: epochVersion(epoch),
     };
   }
 
-  #lifecycleRows(entries: readonly LifecycleEntry[]): object[] {
+  #lifecycleRows(entries: readonly LifecycleEntry[], epoch: number): object[] {
     return entries.map((e) => ({
       tenant_id: e.tenantId,
       snapshot_id: e.snapshotId,
@@ -187,6 +116,7 @@ export class ClickHousePipelineStore implements PipelineStore {
       state: e.state,
       reason: e.reason,
       attempt: e.attempt,
+      epoch,
     }));
   }
 
@@ -196,7 +126,9 @@ export class ClickHousePipelineStore implements PipelineStore {
 
   async saveFormedBatches(formed: readonly FormedBatch[]): Promise<void> {
     if (formed.length === 0) return;
-    const version = this.#version();
+    const epoch = await this.#writeEpoch();
+    // record_leaves and record_evidence keep UInt64 versions compared with the indexer's 1: time only.
+    const version = Number(nextMicros());
     const leaves = formed.flatMap((f) =>
       f.assignments.map((a) => ({
         tenant_id: a.tenantId,
@@ -213,10 +145,10 @@ export class ClickHousePipelineStore implements PipelineStore {
     await Promise.all([
       this.runner.insertJsonEachRow(`${this.#db}.record_leaves`, leaves),
       this.runner.insertJsonEachRow(`${this.#db}.record_evidence`, formed.flatMap((f) => lookupRowsOf(f.records, f.assignments, version))),
-      this.runner.insertJsonEachRow(`${this.#db}.snapshots`, formed.flatMap((f) => f.snapshots.map((s) => this.#snapshotRow(s)))),
-      this.runner.insertJsonEachRow(`${this.#db}.snapshot_lifecycle`, this.#lifecycleRows(formed.flatMap((f) => f.lifecycle))),
+      this.runner.insertJsonEachRow(`${this.#db}.snapshots`, formed.flatMap((f) => f.snapshots.map((s) => this.#snapshotRow(s, epoch)))),
+      this.runner.insertJsonEachRow(`${this.#db}.snapshot_lifecycle`, this.#lifecycleRows(formed.flatMap((f) => f.lifecycle), epoch)),
     ]);
-    await this.runner.insertJsonEachRow(`${this.#db}.batches`, formed.map((f) => this.#batchRow(f.batch)));
+    await this.runner.insertJsonEachRow(`${this.#db}.batches`, formed.map((f) => this.#batchRow(f.batch, epoch)));
   }
 
   async batchedIngestIds(ingestIds: readonly string[], acceptedSinceMs: number): Promise<Set<string>> {
@@ -256,6 +188,39 @@ export class ClickHousePipelineStore implements PipelineStore {
     return rows[0] === undefined ? null : toBatch(rows[0]);
   }
 
+  async anchoredBelow(beforeSeq: number | null, limit: number): Promise<BatchRef[]> {
+    const below = beforeSeq === null ? '' : 'AND batch_seq < {before:UInt64}';
+    const rows = await this.runner.query<RefRow>(
+      `SELECT ${REF_COLUMNS} FROM ${this.#db}.batches FINAL
+       WHERE status = 'Anchored' ${below}
+       ORDER BY batch_seq DESC, batch_id LIMIT {limit:UInt32}`,
+      { limit, ...(beforeSeq === null ? {} : { before: Math.max(0, Math.trunc(beforeSeq)) }) },
+    );
+    return rows.map(toRef);
+  }
+
+  async latestByStatus(status: BatchStatus, limit: number, olderThan?: BatchRef): Promise<BatchRef[]> {
+    const older =
+      olderThan === undefined
+        ? ''
+        : `AND (created_at < fromUnixTimestamp64Milli({olderMs:Int64}, 'UTC') OR (created_at = fromUnixTimestamp64Milli({olderMs:Int64}, 'UTC') AND batch_id < {olderId:String}))`;
+    const rows = await this.runner.query<RefRow>(
+      `SELECT ${REF_COLUMNS} FROM ${this.#db}.batches FINAL
+       WHERE status = {status:String} ${older}
+       ORDER BY created_at DESC, batch_id DESC LIMIT {limit:UInt32}`,
+      { status, limit, ...(olderThan === undefined ? {} : { olderMs: Math.trunc(olderThan.createdAtMs), olderId: olderThan.batchId }) },
+    );
+    return rows.map(toRef);
+  }
+
+  async anchoredCountThrough(batchSeq: number): Promise<number> {
+    const rows = await this.runner.query<{ c: Int64Out }>(
+      `SELECT count() AS c FROM ${this.#db}.batches FINAL WHERE status = 'Anchored' AND batch_seq <= {seq:UInt64}`,
+      { seq: Math.max(0, Math.trunc(batchSeq)) },
+    );
+    return rows[0] === undefined ? 0 : Number(rows[0].c);
+  }
+
   async getBatch(batchId: string): Promise<Batch | null> {
     const rows = await this.runner.query<BatchRow>(`SELECT ${BATCH_COLUMNS} FROM ${this.#db}.batches FINAL WHERE batch_id = {batchId:String}`, { batchId });
     return rows[0] === undefined ? null : toBatch(rows[0]);
@@ -266,7 +231,9 @@ export class ClickHousePipelineStore implements PipelineStore {
   }
 
   async putBatches(batches: readonly Batch[]): Promise<void> {
-    await this.runner.insertJsonEachRow(`${this.#db}.batches`, batches.map((b) => this.#batchRow(b)));
+    if (batches.length === 0) return;
+    const epoch = await this.#writeEpoch();
+    await this.runner.insertJsonEachRow(`${this.#db}.batches`, batches.map((b) => this.#batchRow(b, epoch)));
   }
 
   async snapshotsOfBatch(batchId: string): Promise<Snapshot[]> {
@@ -280,9 +247,11 @@ export class ClickHousePipelineStore implements PipelineStore {
   }
 
   async putSnapshots(snapshots: readonly Snapshot[], lifecycle: readonly LifecycleEntry[]): Promise<void> {
+    if (snapshots.length === 0 && lifecycle.length === 0) return;
+    const epoch = await this.#writeEpoch();
     await Promise.all([
-      this.runner.insertJsonEachRow(`${this.#db}.snapshots`, snapshots.map((s) => this.#snapshotRow(s))),
-      this.runner.insertJsonEachRow(`${this.#db}.snapshot_lifecycle`, this.#lifecycleRows(lifecycle)),
+      this.runner.insertJsonEachRow(`${this.#db}.snapshots`, snapshots.map((s) => this.#snapshotRow(s, epoch))),
+      this.runner.insertJsonEachRow(`${this.#db}.snapshot_lifecycle`, this.#lifecycleRows(lifecycle, epoch)),
     ]);
   }
 
@@ -333,13 +302,23 @@ export class ClickHousePipelineStore implements PipelineStore {
   }
 
   async lifecycleOf(tenantId: string, snapshotId: string): Promise<LifecycleEntry[]> {
-    const rows = await this.runner.query<{ state: string; at_ms: Int64Out; reason: string; attempt: number }>(
-      `SELECT state, toUnixTimestamp64Milli(at) AS at_ms, reason, attempt FROM ${this.#db}.snapshot_lifecycle
+    const rows = await this.runner.query<{ state: string; at_ms: Int64Out; reason: string; attempt: number; epoch: Int64Out }>(
+      `SELECT state, toUnixTimestamp64Milli(at) AS at_ms, reason, attempt, epoch FROM ${this.#db}.snapshot_lifecycle
        WHERE tenant_id = {tenantId:String} AND snapshot_id = {snapshotId:String}
        ORDER BY at, entry_id LIMIT 1 BY entry_id`,
       { tenantId, snapshotId },
     );
-    return rows.map((r) => ({ snapshotId, tenantId, state: r.state as LifecycleEntry['state'], atMs: n(r.at_ms), reason: r.reason, attempt: Number(r.attempt) }));
+    const entries: LifecycleEntry[] = [];
+    let newest = 0;
+    for (const r of rows) {
+      const epoch = Number(r.epoch);
+      // Written by a leader whose term had already ended when a newer one wrote before it: its
+      // successor's entries are the snapshot's history.
+      if (epoch < newest) continue;
+      newest = epoch;
+      entries.push({ snapshotId, tenantId, state: r.state as LifecycleEntry['state'], atMs: n(r.at_ms), reason: r.reason, attempt: Number(r.attempt) });
+    }
+    return entries;
   }
 
   async traceRecord(tenantId: string, q: { collection: string; recordId: string; database?: string; recordVersion?: string }): Promise<RecordTrace[]> {

@@ -104,6 +104,16 @@ import { VERIFICATION_ACTION_OF_MODE, VERIFICATION_ACTIONS, VERIFY_RECORD_ACTION
  * verifications and audit_events take a small insert per group commit, many a second while
  *   verifications run; migrations 13-14 let their parts merge in wider steps (merge_selector_base
  *   10 instead of 5), which rewrites each row fewer times.
+ *
+ * Leader epochs (migrations 20-22): the version of batches and snapshots widens to UInt128 and
+ *   holds the writer's leadership epoch in its high 64 bits and microseconds in its low 64
+ *   (ClickHouse allows widening a ReplacingMergeTree version in place). FINAL, and any read that
+ *   keeps the highest version, thus takes the newest epoch first and the latest write within it:
+ *   a stale leader's late write can never replace a row its successor wrote, whatever the clocks
+ *   say. Rows written before (and by an older process during an upgrade) have epoch 0 and lose to
+ *   every fenced write. snapshot_lifecycle is append-only; its entries carry the epoch in a column
+ *   of their own, and a reader leaves out an entry of an older epoch than one listed before it
+ *   (ClickHousePipelineStore.lifecycleOf).
  */
 
 /** The version an indexer writes; every later rewrite of a record row uses a higher one. */
@@ -541,6 +551,21 @@ FROM ${db}.record_lookup`,
       version: 19,
       name: 'drop record_lookup_from_records',
       sql: `DROP VIEW IF EXISTS ${db}.record_lookup_from_records`,
+    },
+    {
+      version: 20,
+      name: 'batches version carries the leader epoch',
+      sql: `ALTER TABLE ${db}.batches MODIFY COLUMN version UInt128`,
+    },
+    {
+      version: 21,
+      name: 'snapshots version carries the leader epoch',
+      sql: `ALTER TABLE ${db}.snapshots MODIFY COLUMN version UInt128`,
+    },
+    {
+      version: 22,
+      name: 'snapshot_lifecycle epoch',
+      sql: `ALTER TABLE ${db}.snapshot_lifecycle ADD COLUMN IF NOT EXISTS epoch UInt64 DEFAULT 0`,
     },
   ];
 }

@@ -4,6 +4,7 @@ import { DrisError } from '../../errors/dris-error.js';
 import type { AcceptedRecord, OutgoingRecord } from '../../domain/records/types.js';
 import type { ConsumeOptions, Delivery, RecordQueue, Subscription } from '../../domain/records/ports.js';
 import { componentLogger } from '../../util/logger.js';
+import { encodeDeadLetter, encodeUndecodable } from './dead-letter.js';
 import { decodeMessage, encodeRecords } from './record-codec.js';
 import { SegmentLog } from './segment-log.js';
 
@@ -12,6 +13,10 @@ import { SegmentLog } from './segment-log.js';
  * A publish resolves after fdatasync (group-committed), which is what a 202 promises. Each named
  * consumer keeps an ack floor on disk; after a crash it resumes from that floor, so delivery is at
  * least once, and consumers are idempotent by ingestId (as with JetStream).
+ *
+ * Dead letters (a message a consumer gives up on, `Delivery.deadLetter`, and a message that does
+ * not decode) go to a segment log of their own, `<dir>/dead-letter`, durable before the message is
+ * acked for that consumer; other consumers still get the message.
  */
 
 export interface EmbeddedQueueOptions {
@@ -93,6 +98,7 @@ class ConsumerState {
 
 export class EmbeddedQueue implements RecordQueue {
   private readonly log: SegmentLog;
+  private readonly deadLetters: SegmentLog;
   private readonly states = new Map<string, ConsumerState>();
   private readonly wakers = new Set<() => void>();
   private pendingPublishes = 0;
@@ -102,6 +108,7 @@ export class EmbeddedQueue implements RecordQueue {
   private constructor(private readonly options: EmbeddedQueueOptions) {
     mkdirSync(path.join(options.dir, 'consumers'), { recursive: true });
     this.log = SegmentLog.open(path.join(options.dir, 'log'));
+    this.deadLetters = SegmentLog.open(path.join(options.dir, 'dead-letter'));
     for (const name of options.consumers) this.stateOf(name);
     this.log.onAppend(() => this.wakeAll());
   }
@@ -169,7 +176,7 @@ export class EmbeddedQueue implements RecordQueue {
         state.inFlight.delete(seq);
         state.inFlight.set(seq, f);
         f.deliveryCount += 1;
-        out.push(this.delivery(state, seq, f, options.ackWaitMs));
+        out.push(this.delivery(state, seq, f, options.ackWaitMs, options.consumer));
       }
       const room = Math.min(options.maxBatch - out.length, options.maxInFlight - state.inFlight.size);
       if (room > 0 && state.nextRead <= this.log.lastSeq) {
@@ -182,13 +189,12 @@ export class EmbeddedQueue implements RecordQueue {
             records = decodeMessage(e.payload);
           } catch (err) {
             // A frame that passed its checksum but is not a message cannot be retried into sense.
-            this.log$.error({ seq: e.seq, err }, 'undecodable queue message skipped');
-            state.ack(e.seq);
+            await this.setAsideUndecodable(state, options.consumer, e.seq, e.payload, err);
             continue;
           }
           const f: InFlight = { records, deliveryCount: 1, dueAtMs: 0 };
           state.inFlight.set(e.seq, f);
-          out.push(this.delivery(state, e.seq, f, options.ackWaitMs));
+          out.push(this.delivery(state, e.seq, f, options.ackWaitMs, options.consumer));
         }
       }
       return out;
@@ -244,7 +250,19 @@ export class EmbeddedQueue implements RecordQueue {
     };
   }
 
-  private delivery(state: ConsumerState, seq: number, f: InFlight, ackWaitMs: number): Delivery {
+  /** A message that does not decode goes to the dead letters as it is; kept (not acked) if that fails. */
+  private async setAsideUndecodable(state: ConsumerState, consumer: string, seq: number, payload: Buffer, err: unknown): Promise<void> {
+    try {
+      await this.deadLetters.append(encodeUndecodable({ consumer, seq, deliveryCount: 1, reason: 'undecodable', atMs: Date.now() }, payload));
+    } catch (dlErr) {
+      this.log$.error({ seq, consumer, err: dlErr }, 'undecodable queue message could not be set aside; it is read again at the next start');
+      return;
+    }
+    this.log$.error({ seq, consumer, err }, 'undecodable queue message set aside as a dead letter');
+    if (state.ack(seq)) this.retain();
+  }
+
+  private delivery(state: ConsumerState, seq: number, f: InFlight, ackWaitMs: number, consumer: string): Delivery {
     const deliveredAt = Date.now();
     // While a handler runs the message is not redelivered; the ack wait starts on delivery.
     f.dueAtMs = deliveredAt + ackWaitMs;
@@ -264,7 +282,24 @@ export class EmbeddedQueue implements RecordQueue {
         }
         this.wakeAll();
       },
+      deadLetter: async (reason, records = f.records) => {
+        try {
+          await this.deadLetters.append(encodeDeadLetter({ consumer, seq, deliveryCount: f.deliveryCount, reason, atMs: Date.now() }, records));
+        } catch (err) {
+          throw new DrisError('dependency_unavailable', 'dead-letter write failed', { cause: err });
+        }
+        this.log$.error(
+          { consumer, seq, deliveryCount: f.deliveryCount, reason, records: records.length, ingestIds: records.slice(0, 10).map((r) => r.ingestId) },
+          'queue message set aside as a dead letter',
+        );
+        if (state.ack(seq)) this.retain();
+      },
     };
+  }
+
+  /** Dead letters stored in this data directory (since it was created). */
+  deadLetterCount(): Promise<number> {
+    return Promise.resolve(this.deadLetters.lastSeq);
   }
 
   /** Drops segments every consumer has acknowledged. */
@@ -291,5 +326,6 @@ export class EmbeddedQueue implements RecordQueue {
     for (const s of this.states.values()) s.persistNow();
     this.wakeAll();
     await this.log.close();
+    await this.deadLetters.close();
   }
 }

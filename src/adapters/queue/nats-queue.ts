@@ -35,6 +35,8 @@ import { DrisError, type DrisErrorCode } from '../../errors/dris-error.js';
 import { componentLogger } from '../../util/logger.js';
 import type { AcceptedRecord, OutgoingRecord } from '../../domain/records/types.js';
 import { MESSAGE_FORMAT_BYTES as FORMAT_BYTES, decodeMessage, encodeFrame, encodeMessage } from './record-codec.js';
+import { encodeDeadLetter, encodeUndecodable } from './dead-letter.js';
+import { ensureDeadLetterStream, publishDeadLetter, validateDeadLetterOptions, type DeadLetterStreamOptions } from './nats-dead-letter.js';
 import type { ConsumeOptions, Delivery, RecordQueue, Subscription } from '../../domain/records/ports.js';
 
 const log = componentLogger('nats-queue');
@@ -83,6 +85,10 @@ export interface NatsQueueOptions {
   readonly redeliveryDelayMs?: number;
   /** Connection name shown by the server's monitoring; default `dris`. */
   readonly connectionName?: string;
+  /** Stream of the messages a consumer gave up on (nats-dead-letter.ts); default `DRIS_DEAD_LETTER`. */
+  readonly deadLetterStream?: string;
+  /** Its subjects are `<prefix>.<consumer>`; default `dris.deadletter`. */
+  readonly deadLetterSubjectPrefix?: string;
 }
 
 export const NATS_QUEUE_DEFAULTS = {
@@ -104,6 +110,8 @@ export const NATS_QUEUE_DEFAULTS = {
   connectTimeoutMs: 5000,
   redeliveryDelayMs: 1000,
   connectionName: 'dris',
+  deadLetterStream: 'DRIS_DEAD_LETTER',
+  deadLetterSubjectPrefix: 'dris.deadletter',
 } as const;
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -171,6 +179,8 @@ function resolveOptions(options: NatsQueueOptions): ResolvedOptions {
     connectTimeoutMs: options.connectTimeoutMs ?? NATS_QUEUE_DEFAULTS.connectTimeoutMs,
     redeliveryDelayMs: options.redeliveryDelayMs ?? NATS_QUEUE_DEFAULTS.redeliveryDelayMs,
     connectionName: options.connectionName ?? NATS_QUEUE_DEFAULTS.connectionName,
+    deadLetterStream: options.deadLetterStream ?? NATS_QUEUE_DEFAULTS.deadLetterStream,
+    deadLetterSubjectPrefix: options.deadLetterSubjectPrefix ?? NATS_QUEUE_DEFAULTS.deadLetterSubjectPrefix,
   };
   if (options.user !== undefined) o.user = options.user;
   if (options.pass !== undefined) o.pass = options.pass;
@@ -185,6 +195,7 @@ function resolveOptions(options: NatsQueueOptions): ResolvedOptions {
   if (o.duplicateWindowMs > o.maxAgeMs) throw new DrisError('config_invalid', 'NATS queue duplicateWindowMs must not exceed maxAgeMs');
   if (!/^[A-Za-z0-9_-]+$/.test(o.stream)) throw new DrisError('config_invalid', 'NATS stream name must match [A-Za-z0-9_-]+');
   if (!/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/.test(o.subjectPrefix)) throw new DrisError('config_invalid', 'NATS subject prefix must be dot-separated tokens of [A-Za-z0-9_-]');
+  validateDeadLetterOptions(deadLetterOptions(o));
   return o;
 }
 
@@ -305,6 +316,7 @@ export class NatsQueue implements RecordQueue {
     try {
       const jsm = await jetstreamManager(nc, { timeout: opts.apiTimeoutMs });
       await ensureStream(jsm, opts);
+      await ensureDeadLetterStream(jsm, deadLetterOptions(opts));
       const js = jetstream(nc, { timeout: opts.apiTimeoutMs });
       log.info({ stream: opts.stream }, 'connected to NATS JetStream');
       return new NatsQueue(nc, jsm, js, opts);
@@ -473,6 +485,15 @@ export class NatsQueue implements RecordQueue {
     return sub;
   }
 
+  /** Messages in the dead-letter stream now. */
+  async deadLetterCount(): Promise<number> {
+    try {
+      return (await this.jsm.streams.info(this.opts.deadLetterStream)).state.messages;
+    } catch (err) {
+      throw translate(err, 'dead-letter stream info');
+    }
+  }
+
   async check(): Promise<void> {
     if (this.closing || this.nc.isClosed()) throw new DrisError('dependency_unavailable', 'NATS queue is closed');
     try {
@@ -577,6 +598,8 @@ class NatsDelivery implements Delivery {
     private readonly msg: JsMsg,
     readonly records: readonly AcceptedRecord[],
     private readonly ackTimeoutMs: number,
+    /** Publishes the dead letter of these records of the message; resolves once it is stored. */
+    private readonly setAside: (msg: JsMsg, reason: string, what: SetAside) => Promise<void>,
   ) {}
 
   get seq(): number {
@@ -600,6 +623,14 @@ class NatsDelivery implements Delivery {
   nak(delayMs?: number): void {
     this.settled = true;
     this.msg.nak(delayMs);
+  }
+
+  async deadLetter(reason: string, records: readonly AcceptedRecord[] = this.records): Promise<void> {
+    await this.setAside(this.msg, reason, { records });
+    this.settled = true;
+    // Not delivered to this consumer again; a term that is lost only repeats a dead letter the
+    // stream deduplicates.
+    this.msg.term(reason);
   }
 }
 
@@ -732,6 +763,21 @@ class NatsSubscription implements Subscription {
     await this.jsm.consumers.add(this.opts.stream, config);
   }
 
+  /** A dead letter of a message of this consumer, stored before the message is terminated. */
+  private async setAside(msg: JsMsg, reason: string, what: SetAside): Promise<void> {
+    const consumer = this.consumeOptions.consumer;
+    const { streamSequence: seq, deliveryCount } = msg.info;
+    const info = { consumer, seq, deliveryCount, reason, atMs: Date.now() };
+    const body = 'raw' in what ? encodeUndecodable(info, what.raw) : encodeDeadLetter(info, what.records);
+    try {
+      await publishDeadLetter(this.js, deadLetterOptions(this.opts), { consumer, subjectToken: encodeSubjectToken(consumer), seq, deliveryCount, reason, body }, this.opts.publishTimeoutMs);
+    } catch (err) {
+      throw translate(err, 'dead-letter publish');
+    }
+    const ingestIds = 'raw' in what ? [] : what.records.slice(0, 10).map((r) => r.ingestId);
+    this.log.error({ seq, deliveryCount, reason, ingestIds }, 'queue message set aside as a dead letter');
+  }
+
   private async process(): Promise<void> {
     for (;;) {
       if (this.stopping) return;
@@ -747,11 +793,18 @@ class NatsSubscription implements Subscription {
         const records = parseRecords(msg);
         if (records === null) {
           // Unreadable forever: redelivering it would only block the consumer.
+          try {
+            await this.setAside(msg, 'undecodable', { raw: msg.data });
+          } catch (err) {
+            this.log.error({ seq: msg.info.streamSequence, err }, 'malformed queue message could not be set aside; redelivering');
+            msg.nak(this.opts.redeliveryDelayMs);
+            continue;
+          }
           this.log.error({ seq: msg.info.streamSequence }, 'terminating malformed queue message');
           msg.term('malformed dris message');
           continue;
         }
-        deliveries.push(new NatsDelivery(msg, records, this.opts.apiTimeoutMs));
+        deliveries.push(new NatsDelivery(msg, records, this.opts.apiTimeoutMs, (m, reason, what) => this.setAside(m, reason, what)));
       }
       if (deliveries.length === 0) continue;
       try {
@@ -763,4 +816,11 @@ class NatsSubscription implements Subscription {
       }
     }
   }
+}
+
+/** What a dead letter holds: records of the message, or the bytes of one that did not decode. */
+type SetAside = { readonly records: readonly AcceptedRecord[] } | { readonly raw: Uint8Array };
+
+function deadLetterOptions(o: ResolvedOptions): DeadLetterStreamOptions {
+  return { stream: o.deadLetterStream, subjectPrefix: o.deadLetterSubjectPrefix, mainStream: o.stream, mainSubjectPrefix: o.subjectPrefix, replicas: o.replicas, duplicateWindowMs: o.duplicateWindowMs };
 }

@@ -1,5 +1,5 @@
 import type { FormedBatch } from './batch-formation.js';
-import type { Batch, BatchStatus, LifecycleEntry, Snapshot } from './types.js';
+import type { Batch, BatchRef, BatchStatus, LifecycleEntry, Snapshot } from './types.js';
 
 /**
  * Ports of the anchoring pipeline: content-addressed storage for batch manifests (IPFS) and the
@@ -57,6 +57,8 @@ export interface ChainInfo {
   readonly rpcUrl: string;
   readonly anchorerAddress: string;
   readonly confirmations: number;
+  /** Block the contract was deployed in, where searches of its events may start (0 when unknown). */
+  readonly deployBlock?: number;
   /** Explorer link templates with `{address}` / `{tx}` placeholders, when configured. */
   readonly explorerAddressUrl?: string;
   readonly explorerTxUrl?: string;
@@ -135,8 +137,14 @@ export interface PipelineStore {
   batchedIngestIds(ingestIds: readonly string[], acceptedSinceMs: number): Promise<Set<string>>;
   /** The oldest batches in this status, by creation time. */
   batchesByStatus(status: BatchStatus, limit: number): Promise<Batch[]>;
+  /** The newest batches in this status, by creation time, newest first; a page starts after `olderThan`. */
+  latestByStatus(status: BatchStatus, limit: number, olderThan?: BatchRef): Promise<BatchRef[]>;
   /** The anchored batch with the highest batchSeq. */
   latestAnchoredBatch(): Promise<Batch | null>;
+  /** Anchored batches with a batchSeq below `beforeSeq` (all when null), highest batchSeq first. */
+  anchoredBelow(beforeSeq: number | null, limit: number): Promise<BatchRef[]>;
+  /** How many batches are Anchored with a batchSeq of at most this. */
+  anchoredCountThrough(batchSeq: number): Promise<number>;
   getBatch(batchId: string): Promise<Batch | null>;
   putBatch(batch: Batch): Promise<void>;
   /** Several batch rows in one write. */
@@ -147,14 +155,26 @@ export interface PipelineStore {
   listSnapshots(query: SnapshotQuery): Promise<{ items: Snapshot[]; nextCursor: string | null }>;
   lifecycleOf(tenantId: string, snapshotId: string): Promise<LifecycleEntry[]>;
   traceRecord(tenantId: string, q: { collection: string; recordId: string; database?: string; recordVersion?: string }): Promise<RecordTrace[]>;
+  /**
+   * The same store with its writes fenced by a leadership term: every row written through it
+   * carries `epoch`, and a row of an older epoch never replaces (nor, in a lifecycle, follows)
+   * one of a newer, whatever the clocks say. Writes of a store not fenced (a retry requested
+   * through the API) carry the highest epoch stored. The contract's sequence check stays the
+   * primary fence of anchoring; this one keeps a stale leader's late writes from overwriting what
+   * its successor recorded.
+   */
+  fenced(epoch: number): PipelineStore;
+  /** The highest leadership epoch of the stored rows (0 before the first fenced write). */
+  highestEpoch(): Promise<number>;
 }
 
 /** One term of leadership of the anchoring role (the accumulator and the anchorer). */
 export interface Leadership {
   /**
    * Fencing epoch: greater for every new term, whichever process wins it (as long as the election
-   * store keeps its data). For logs and audits; the fence itself is the contract's sequence check,
-   * which refuses a stale leader's anchor whatever its epoch.
+   * store keeps its data). The pipeline store's writes carry it (`PipelineStore.fenced`); the
+   * primary fence is the contract's sequence check, which refuses a stale leader's anchor
+   * whatever its epoch.
    */
   readonly epoch: number;
   /** Aborted when the term ends: the lease lapsed or was taken over, or the leader resigned. */

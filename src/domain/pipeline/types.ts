@@ -37,6 +37,14 @@ export interface Batch {
   readonly lastError: string | null;
 }
 
+/** What identifies a batch on chain, read without its leaves. */
+export interface BatchRef {
+  readonly batchId: string;
+  readonly merkleRoot: string;
+  readonly batchSeq: number | null;
+  readonly createdAtMs: number;
+}
+
 export interface Snapshot {
   readonly snapshotId: string;
   readonly tenantId: string;

@@ -17,6 +17,13 @@ export interface Delivery {
   ack(): Promise<void>;
   /** Gives the message back for redelivery after delayMs. */
   nak(delayMs?: number): void;
+  /**
+   * Sets the message aside for good, as a dead letter: `records` (by default all of the
+   * message's; a consumer may keep the ones it could process) go to the queue's dead letters with
+   * `reason` (an error code, never a payload), and the message is settled for this consumer, never
+   * delivered to it again. Rejects, settling nothing, when the dead letter could not be stored.
+   */
+  deadLetter(reason: string, records?: readonly AcceptedRecord[]): Promise<void>;
 }
 
 export interface ConsumeOptions {
@@ -47,6 +54,8 @@ export interface RecordQueue {
   consume(options: ConsumeOptions, handler: (deliveries: readonly Delivery[]) => Promise<void>): Subscription;
   /** Health probe: throws a DrisError when the queue cannot accept publishes. */
   check(): Promise<void>;
+  /** Dead letters stored (`Delivery.deadLetter`, and messages that never decoded), for health and metrics. */
+  deadLetterCount?(): Promise<number>;
   close(): Promise<void>;
 }
 
