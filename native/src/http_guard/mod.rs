@@ -1,0 +1,369 @@
+//! A request-framing guard in front of uWebSockets.js's HTTP parser.
+//!
+//! uWS 20.30 answers nothing to many requests a client can send: it waits for ever on a field
+//! name with `_` or `.`, on obsolete line folding or on a control character, and closes without
+//! a word on an unknown method or on Content-Length together with Transfer-Encoding. It cannot be
+//! rebuilt here, so the guard sits between uSockets and uWS instead: it swaps the data and close
+//! handlers of the HTTP socket context for its own, follows the request framing of every
+//! connection (heads, Content-Length and chunked bodies, pipelining), and checks each complete
+//! head before uWS sees it. A head to refuse is replaced by a synthetic request to a secret path,
+//! which the HTTP front answers with the refusal's status and error body and then closes; uWS
+//! keeps the answers in order that way. Heads held back too long are answered 408 by a timer.
+//!
+//! Everything runs on the thread of the uWS loop (Node's main thread): the state is thread-local
+//! and never borrowed across a call into uWS, which may call back into JavaScript and into us.
+
+mod head;
+mod stream;
+mod usockets;
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, c_void};
+use std::mem::MaybeUninit;
+use std::time::Instant;
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use rustc_hash::FxHashMap;
+
+use head::{Limits, Reject};
+use stream::{Conn, Step};
+use usockets::{Api, OnClose, OnData, Socket, Timer};
+
+/// uSockets keeps this many writable bytes after every read (LIBUS_RECV_BUFFER_PADDING), and
+/// uWS's parser writes a fence byte past the end of what it is given: bytes after a piece handed
+/// on are saved and put back, and buffers of our own carry the same padding.
+const PADDING: usize = 32;
+
+struct Hooked {
+    ctx: usize,
+    data: OnData,
+    close: OnClose,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Stats {
+    refused: u64,
+    timed_out: u64,
+    cut: u64,
+    rewritten: u64,
+}
+
+struct Guard {
+    api: Api,
+    lim: Limits,
+    head_timeout_ms: u64,
+    /// `GET <answer prefix>` of the synthetic requests.
+    prefix: Vec<u8>,
+    hooked: Vec<Hooked>,
+    conns: FxHashMap<usize, Conn>,
+    timer: bool,
+    epoch: Instant,
+    stats: Stats,
+    steps: Vec<Step>,
+}
+
+thread_local! {
+    static GUARD: RefCell<Option<Guard>> = const { RefCell::new(None) };
+}
+
+/// What a read turned into, carried out after the guard's state is released.
+enum Plan {
+    Pass(OnData),
+    Run { orig: OnData, work: Option<Vec<u8>>, steps: Vec<Step>, is_closed: IsClosed, close: CloseFn },
+    Drop,
+}
+
+type IsClosed = unsafe extern "C" fn(c_int, *mut Socket) -> c_int;
+type CloseFn = unsafe extern "C" fn(c_int, *mut Socket, c_int, *mut c_void) -> *mut Socket;
+
+impl Guard {
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64 + 1
+    }
+
+    fn hooked_for(&self, s: *mut Socket) -> Option<&Hooked> {
+        // SAFETY: s is a live socket handed to us by uSockets.
+        let ctx = unsafe { (self.api.socket_context)(0, s) } as usize;
+        self.hooked.iter().find(|h| h.ctx == ctx)
+    }
+
+    /// The request the HTTP front answers with this refusal (and `connection: close`).
+    fn synthetic(&self, r: Reject) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.prefix.len() + 96);
+        v.extend_from_slice(&self.prefix);
+        v.extend_from_slice(format!("{}/{} HTTP/1.1\r\nhost: guard\r\nconnection: close\r\n\r\n", r.status, r.reason).as_bytes());
+        v
+    }
+
+    fn plan(&mut self, s: *mut Socket, data: *mut c_char, len: usize) -> Plan {
+        let Some(orig) = self.hooked_for(s).map(|h| h.data) else { return Plan::Drop };
+        let now = self.now_ms();
+        let mut steps = std::mem::take(&mut self.steps);
+        steps.clear();
+        let conn = self.conns.entry(s as usize).or_default();
+        // SAFETY: uSockets hands a writable read buffer of `len` bytes plus its padding.
+        let recv = unsafe { std::slice::from_raw_parts_mut(data as *mut u8, len) };
+        let work = if conn.partial.is_empty() {
+            conn.feed(recv, 0, &self.lim, now, &mut steps);
+            None
+        } else {
+            let held = std::mem::take(&mut conn.partial);
+            let mut work = Vec::with_capacity(held.len() + len + PADDING);
+            work.extend_from_slice(&held);
+            work.extend_from_slice(recv);
+            conn.feed(&mut work, held.len(), &self.lim, now, &mut steps);
+            work.resize(work.len() + PADDING, 0);
+            Some(work)
+        };
+        if work.is_none() && steps.len() == 1 && steps[0] == Step::Forward(0, len) {
+            self.steps = steps;
+            return Plan::Pass(orig);
+        }
+        for step in &mut steps {
+            match step {
+                Step::Refuse(r) => {
+                    self.stats.refused += 1;
+                    *step = Step::Insert(self.synthetic(*r));
+                }
+                Step::Insert(_) => self.stats.rewritten += 1,
+                Step::Close => self.stats.cut += 1,
+                Step::Forward(..) => {}
+            }
+        }
+        Plan::Run { orig, work, steps, is_closed: self.api.socket_is_closed, close: self.api.socket_close }
+    }
+}
+
+/// Hands `len` bytes at `p` to uWS, keeping the bytes after them as they were.
+unsafe fn hand_on(orig: OnData, s: *mut Socket, p: *mut u8, len: usize) -> *mut Socket {
+    let mut saved = [MaybeUninit::<u8>::uninit(); PADDING];
+    std::ptr::copy_nonoverlapping(p.add(len), saved.as_mut_ptr() as *mut u8, PADDING);
+    let out = orig(s, p as *mut c_char, len as c_int);
+    std::ptr::copy_nonoverlapping(saved.as_ptr() as *const u8, p.add(len), PADDING);
+    out
+}
+
+unsafe fn run(s: *mut Socket, data: *mut c_char, orig: OnData, mut work: Option<Vec<u8>>, steps: &mut [Step], is_closed: IsClosed, close: CloseFn) -> *mut Socket {
+    let base = match work.as_mut() {
+        Some(w) => w.as_mut_ptr(),
+        None => data as *mut u8,
+    };
+    let mut cur = s;
+    for step in steps.iter_mut() {
+        cur = match step {
+            Step::Forward(a, b) => hand_on(orig, cur, base.add(*a), *b - *a),
+            Step::Insert(bytes) => {
+                let n = bytes.len();
+                bytes.resize(n + PADDING, 0);
+                hand_on(orig, cur, bytes.as_mut_ptr(), n)
+            }
+            Step::Close => return close(0, cur, 0, std::ptr::null_mut()),
+            Step::Refuse(_) => cur,
+        };
+        if is_closed(0, cur) != 0 {
+            break;
+        }
+    }
+    cur
+}
+
+unsafe extern "C" fn guarded_data(s: *mut Socket, data: *mut c_char, len: c_int) -> *mut Socket {
+    let plan = GUARD.with(|cell| match cell.borrow_mut().as_mut() {
+        Some(g) => g.plan(s, data, len.max(0) as usize),
+        None => Plan::Drop,
+    });
+    match plan {
+        Plan::Pass(orig) => orig(s, data, len),
+        Plan::Run { orig, work, mut steps, is_closed, close } => {
+            let out = run(s, data, orig, work, &mut steps, is_closed, close);
+            steps.clear();
+            GUARD.with(|cell| {
+                if let Some(g) = cell.borrow_mut().as_mut() {
+                    if g.steps.capacity() < steps.capacity() {
+                        g.steps = steps;
+                    }
+                }
+            });
+            out
+        }
+        Plan::Drop => s,
+    }
+}
+
+unsafe extern "C" fn guarded_close(s: *mut Socket, code: c_int, reason: *mut c_void) -> *mut Socket {
+    let orig = GUARD.with(|cell| {
+        let mut g = cell.borrow_mut();
+        let g = g.as_mut()?;
+        g.conns.remove(&(s as usize));
+        g.hooked_for(s).map(|h| h.close)
+    });
+    match orig {
+        Some(close) => close(s, code, reason),
+        None => s,
+    }
+}
+
+enum Due {
+    Answer(OnData, Vec<u8>),
+    Close(CloseFn),
+}
+
+/// Answers 408 to heads held back past the head deadline, and closes connections that were
+/// refused but are still open after as long again (uWS closes them itself once answered).
+unsafe extern "C" fn sweep(_t: *mut Timer) {
+    let candidates: Vec<usize> = GUARD.with(|cell| {
+        let g = cell.borrow();
+        let Some(g) = g.as_ref() else { return Vec::new() };
+        let now = g.now_ms();
+        g.conns
+            .iter()
+            .filter(|(_, c)| (c.waiting_head() || c.closing()) && c.since_ms != 0 && now.saturating_sub(c.since_ms) >= g.head_timeout_ms)
+            .map(|(&s, _)| s)
+            .collect()
+    });
+    for s in candidates {
+        let due = GUARD.with(|cell| {
+            let mut g = cell.borrow_mut();
+            let g = g.as_mut()?;
+            let now = g.now_ms();
+            let orig = g.hooked_for(s as *mut Socket).map(|h| h.data)?;
+            let conn = g.conns.get_mut(&s)?;
+            if conn.waiting_head() {
+                conn.time_out(now);
+                g.stats.timed_out += 1;
+                let req = g.synthetic(Reject { status: 408, reason: "head_timeout" });
+                Some(Due::Answer(orig, req))
+            } else {
+                g.conns.remove(&s);
+                Some(Due::Close(g.api.socket_close))
+            }
+        });
+        match due {
+            Some(Due::Answer(orig, mut req)) => {
+                let n = req.len();
+                req.resize(n + PADDING, 0);
+                hand_on(orig, s as *mut Socket, req.as_mut_ptr(), n);
+            }
+            Some(Due::Close(close)) => {
+                close(0, s as *mut Socket, 0, std::ptr::null_mut());
+            }
+            None => {}
+        }
+    }
+}
+
+type V8Method = unsafe extern "C" fn(*const c_void) -> usize;
+
+/// The pointer inside a V8 External made by uWS with the V8 API. napi_get_value_external cannot
+/// read it: Node wraps the externals it makes itself and unwraps whatever it is given. The
+/// public V8 API exported by the node binary can (a napi_value is a `Local<Value>`, whose address
+/// is what V8's methods take as `this`).
+unsafe fn external_value(value: *const c_void) -> Option<*mut c_void> {
+    let is_external = libc::dlsym(libc::RTLD_DEFAULT, c"_ZNK2v85Value10IsExternalEv".as_ptr());
+    let get = libc::dlsym(libc::RTLD_DEFAULT, c"_ZNK2v88External5ValueEv".as_ptr());
+    if is_external.is_null() || get.is_null() || value.is_null() {
+        return None;
+    }
+    let is_external: V8Method = std::mem::transmute::<*mut c_void, V8Method>(is_external);
+    let get: V8Method = std::mem::transmute::<*mut c_void, V8Method>(get);
+    if is_external(value) & 0xff == 0 {
+        return None;
+    }
+    let p = get(value) as *mut c_void;
+    (!p.is_null()).then_some(p)
+}
+
+#[napi(object)]
+pub struct HttpGuardOptions {
+    /// Request line, fields and the empty line, bytes; above it 431.
+    pub max_head_bytes: u32,
+    /// Field lines; above it 431 (uWS 20.30 parses at most 48).
+    pub max_header_fields: u32,
+    /// A head not complete after this long is answered 408, milliseconds.
+    pub head_timeout_ms: u32,
+    /// Largest body of any route: a larger Content-Length is answered 413 here.
+    pub max_body_bytes: f64,
+    /// Path prefix of the synthetic requests (secret, generated per process by the front).
+    pub answer_prefix: String,
+}
+
+#[napi(object)]
+pub struct HttpGuardStats {
+    pub connections: u32,
+    pub refused: f64,
+    pub timed_out: f64,
+    pub cut: f64,
+    pub rewritten: f64,
+}
+
+/// Installs the guard on the HTTP context of a uWS listen socket (`app.listen`'s token), which
+/// must be bound to `port` (a check that the pointer read is the socket meant).
+#[napi]
+pub fn http_guard_install(listen_socket: Unknown, port: u32, uws_module: String, options: HttpGuardOptions) -> Result<()> {
+    // SAFETY: a napi_value is a V8 handle of this call's scope.
+    let raw = unsafe { external_value(listen_socket.raw() as *const c_void) }.ok_or_else(|| Error::from_reason("not a uWS listen socket"))?;
+    if options.max_body_bytes < 0.0 || options.max_header_fields == 0 || options.max_head_bytes < 64 || !options.answer_prefix.starts_with('/') {
+        return Err(Error::from_reason("invalid guard options"));
+    }
+    // SAFETY: the path names the module Node loaded; resolve only looks symbols up.
+    let api = unsafe { Api::resolve(&uws_module) }.map_err(Error::from_reason)?;
+    let listen = raw as *mut Socket;
+    // SAFETY: a listen socket starts with its socket struct (struct us_listen_socket_t).
+    let (bound, ctx) = unsafe { ((api.socket_local_port)(0, listen), (api.socket_context)(0, listen)) };
+    if bound < 0 || bound as u32 != port {
+        return Err(Error::from_reason("the listen socket is not bound to the expected port"));
+    }
+    GUARD.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let g = slot.get_or_insert_with(|| Guard {
+            api,
+            lim: Limits { max_head: 0, max_fields: 0, max_body: 0 },
+            head_timeout_ms: 0,
+            prefix: Vec::new(),
+            hooked: Vec::new(),
+            conns: FxHashMap::default(),
+            timer: false,
+            epoch: Instant::now(),
+            stats: Stats::default(),
+            steps: Vec::new(),
+        });
+        g.lim = Limits { max_head: options.max_head_bytes as usize, max_fields: options.max_header_fields as usize, max_body: options.max_body_bytes as u64 };
+        g.head_timeout_ms = u64::from(options.head_timeout_ms.max(1));
+        g.prefix = format!("GET {}", options.answer_prefix).into_bytes();
+        // SAFETY: ctx is the live context of the listen socket; nothing else runs meanwhile.
+        let (data, close) = unsafe { g.api.hook(ctx, guarded_data, guarded_close) }.map_err(Error::from_reason)?;
+        if !std::ptr::eq(data as *const (), guarded_data as *const ()) {
+            // A context freed and allocated again at the same address is a new one.
+            g.hooked.retain(|h| h.ctx != ctx as usize);
+            g.hooked.push(Hooked { ctx: ctx as usize, data, close });
+        }
+        if !g.timer {
+            let tick = (g.head_timeout_ms / 4).clamp(50, 1000) as c_int;
+            // SAFETY: the loop of a live context; fallthrough = 1 keeps the timer from holding
+            // the process open.
+            unsafe {
+                let t = (g.api.create_timer)((g.api.context_loop)(0, ctx), 1, 0);
+                (g.api.timer_set)(t, sweep, tick, tick);
+            }
+            g.timer = true;
+        }
+        Ok(())
+    })
+}
+
+#[napi]
+pub fn http_guard_stats() -> Option<HttpGuardStats> {
+    GUARD.with(|cell| {
+        cell.borrow().as_ref().map(|g| HttpGuardStats {
+            connections: g.conns.len() as u32,
+            refused: g.stats.refused as f64,
+            timed_out: g.stats.timed_out as f64,
+            cut: g.stats.cut as f64,
+            rewritten: g.stats.rewritten as f64,
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests;
