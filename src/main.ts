@@ -382,8 +382,9 @@ export async function startService(cfg: Config): Promise<RunningService> {
         rateLimits: cfg.rateLimits,
         rateWindowMs: cfg.rateWindowMs,
         adminToken: admin.token,
-        maxInFlight: 10_000,
+        maxInFlight: cfg.http.maxInFlight,
         allowSlowHttp: cfg.allowSlowHttp,
+        limits: cfg.http,
       });
       port = await server.listen();
       boundPort = port;
