@@ -85,16 +85,18 @@ export class BodyReader {
   private resolve!: (v: BodyOutcome) => void;
   private chunks: Buffer[] = [];
   private size = 0;
-  /** Budget taken: the declared length up front, or what arrived so far for a chunked body. */
+  /**
+   * Budget taken: what arrived so far. Taken as bytes arrive rather than for the declared length
+   * up front, so that a client declaring large bodies and sending slowly holds nothing it did not
+   * send.
+   */
   private reserved = 0;
   private settled = false;
   private last = false;
 
-  /** `declared`: the Content-Length, at most `maxBytes` (the caller answers 413 above it). */
   constructor(
     src: BodySource,
     private readonly maxBytes: number,
-    declared: number | undefined,
     private readonly budget: ByteBudget,
     private readonly deadlines: BodyDeadlines,
   ) {
@@ -104,13 +106,6 @@ export class BodyReader {
     this.deadlineAt = deadlines.deadline();
     // uWS needs the data handler before its request handler returns, whatever happens next.
     src.onData((chunk, isLast) => this.onChunk(chunk, isLast));
-    if (declared !== undefined && declared > 0) {
-      if (!budget.tryTake(declared)) {
-        this.fail('over_budget');
-        return;
-      }
-      this.reserved = declared;
-    }
     deadlines.add(this);
   }
 
@@ -145,13 +140,11 @@ export class BodyReader {
         this.fail('too_large');
         return;
       }
-      if (size > this.reserved) {
-        if (!this.budget.tryTake(size - this.reserved)) {
-          this.fail('over_budget');
-          return;
-        }
-        this.reserved = size;
+      if (!this.budget.tryTake(n)) {
+        this.fail('over_budget');
+        return;
       }
+      this.reserved = size;
       // The chunk's memory belongs to uWS and is reused after this callback: copy it, into
       // Node's buffer pool for small bodies rather than a fresh allocation each.
       const copy = Buffer.allocUnsafe(n);

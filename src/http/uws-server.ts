@@ -182,7 +182,7 @@ export class UwsHttpServer {
     this.inFlight += 1;
     // uWS needs the data handler before this handler returns; the reader is attached now (and the
     // socket paused while an unknown key is looked up).
-    if (hasBody) state.reader = new BodyReader(res, maxBody, declared, this.budget, this.deadlines);
+    if (hasBody) state.reader = new BodyReader(res, maxBody, this.budget, this.deadlines);
 
     const run = async (): Promise<Answer> => {
       let principal: Principal | null = null;
