@@ -313,12 +313,15 @@ const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 function bodyError(kind: BodyFailure, maxBody: number): DrisError {
   switch (kind) {
     case 'too_large':
-      return new DrisError('payload_too_large', `the body exceeds ${maxBody} bytes`, { extra: { limitBytes: maxBody } });
+      return new DrisError('payload_too_large', `the body exceeds ${maxBody} bytes`, {
+        extra: { limitBytes: maxBody },
+        fields: [{ path: '(body)', code: 'too_large', message: `exceeds the limit of ${maxBody} bytes` }],
+      });
     case 'over_budget':
       return new DrisError('overloaded', 'the server buffers as many request bodies as it may; retry with backoff');
     case 'timeout':
     case 'aborted':
-      return new DrisError('request_timeout', 'the body did not arrive in time');
+      return new DrisError('request_timeout', 'the body did not arrive in time', { fields: [{ path: '(body)', code: 'timeout', message: 'did not arrive before the body deadline' }] });
   }
 }
 

@@ -31,6 +31,8 @@ export interface ServiceOptions {
 export interface ServiceHandle {
   readonly url: string;
   readonly port: number;
+  /** Process id of the service (for /proc readings). */
+  readonly pid: number;
   readonly dataDir: string;
   readonly env: Readonly<Record<string, string>>;
   readonly bootstrapKey: string;
@@ -104,6 +106,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   return {
     url: `http://127.0.0.1:${port}`,
     port,
+    pid: child.pid ?? 0,
     dataDir,
     env,
     bootstrapKey: bootstrap.apiKey,
