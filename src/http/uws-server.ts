@@ -235,9 +235,12 @@ export class UwsHttpServer {
       });
   }
 
-  /** A request of the guard: the refusal it stands for, and the connection closes. */
+  /**
+   * A request of the guard: the refusal it stands for. The guard closes the connection itself,
+   * after letting a client still sending its body finish, so that it reads the answer.
+   */
   private refuse(res: uWS.HttpResponse, guard: HttpGuard, path: string): void {
-    this.answers.error(res, { aborted: false, head: false, bodyPending: true }, { correlationId: randomUUID(), headers: {} }, guard.refusal(path));
+    this.answers.error(res, { aborted: false, head: false, bodyPending: false }, { correlationId: randomUUID(), headers: {} }, guard.refusal(path));
   }
 
   /** The key is looked up in the store: nothing more of the body is read until it is known good. */

@@ -77,7 +77,8 @@ const CASES: readonly Case[] = [
 void t.test('every malformed request is refused at once with the error body, and the connection closes', async (t) => {
   t.equal((await rawRequest(svc.port, 'GET /swagger/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n')).status, 200, 'warm-up');
   for (const c of CASES) {
-    const r = await rawRequest(svc.port, c.raw(), { timeoutMs: 2000 });
+    // Refused connections linger up to 300 ms of silence (a client may still be sending).
+    const r = await rawRequest(svc.port, c.raw(), { timeoutMs: 3000, closeWaitMs: 1500 });
     t.equal(r.status, c.status, c.name);
     const body = JSON.parse(r.body || '{}') as ErrBody;
     t.equal(body.error, c.error, `${c.name}: error code`);
@@ -89,6 +90,15 @@ void t.test('every malformed request is refused at once with the error body, and
   }
   const big = await rawRequest(svc.port, CASES.find((c) => c.name.startsWith('2 MiB'))?.raw() ?? '', { timeoutMs: 2000 });
   t.equal((JSON.parse(big.body) as ErrBody).limitBytes, 1024 * 1024, 'the route limit is named');
+});
+
+void t.test('a client still sending an oversized body reads its 413, then the connection closes', async (t) => {
+  const head = `POST /api/v1/records/bulk HTTP/1.1\r\nHost: x\r\nX-API-Key: ${svc.bootstrapKey}\r\nContent-Type: application/json\r\nContent-Length: 52428800\r\n\r\n`;
+  const r = await rawRequest(svc.port, [head], { stream: Buffer.alloc(64 * 1024, 0x20), timeoutMs: 5000, closeWaitMs: 3000 });
+  t.equal(r.status, 413);
+  t.ok(r.answeredMs < 100, `answered in ${r.answeredMs} ms`);
+  t.ok(r.closed, `closed after ${r.sent} bytes sent`);
+  t.ok(r.sent < 52428800, 'before the declared body was out');
 });
 
 void t.test('legal header names uWS cannot parse (a_b, x.y) are served normally', async (t) => {
@@ -106,7 +116,7 @@ void t.test('legal header names uWS cannot parse (a_b, x.y) are served normally'
 
 void t.test('a head that never completes is answered 408 at the head deadline', async (t) => {
   const pieces = ['GET /swagger/openapi.json HTTP/1.1\r\nHost: x\r\nX-Slow: ', ...Array.from({ length: 30 }, () => 'a')];
-  const r = await rawRequest(svc.port, pieces, { gapMs: 100, timeoutMs: 5000 });
+  const r = await rawRequest(svc.port, pieces, { gapMs: 100, timeoutMs: 5000, closeWaitMs: 2500 });
   t.equal(r.status, 408);
   t.equal((JSON.parse(r.body) as ErrBody).error, 'request_timeout');
   t.ok(r.answeredMs >= 900 && r.answeredMs < 2500, `answered after ${r.answeredMs} ms (deadline 1000 ms)`);

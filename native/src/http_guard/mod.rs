@@ -30,6 +30,14 @@ use head::{Limits, Reject};
 use stream::{Conn, Step};
 use usockets::{Api, OnClose, OnData, Socket, Timer};
 
+/// After a refusal the connection lingers, discarding what arrives, so that a client still
+/// sending its body (most HTTP clients read the answer only once the body is out) gets the
+/// answer rather than a reset; it closes once the client is silent this long, or after
+/// LINGER_MAX_MS, or past LINGER_MAX_BYTES (at least; twice the largest body when more).
+const LINGER_IDLE_MS: u64 = 300;
+const LINGER_MAX_MS: u64 = 2000;
+const LINGER_MAX_BYTES: u64 = 1 << 20;
+
 /// uSockets keeps this many writable bytes after every read (LIBUS_RECV_BUFFER_PADDING), and
 /// uWS's parser writes a fence byte past the end of what it is given: bytes after a piece handed
 /// on are saved and put back, and buffers of our own carry the same padding.
@@ -82,23 +90,36 @@ impl Guard {
         self.epoch.elapsed().as_millis() as u64 + 1
     }
 
+    fn linger_bytes(&self) -> u64 {
+        LINGER_MAX_BYTES.max(self.lim.max_body.saturating_mul(2))
+    }
+
+    /// A held-back head past its deadline, or a refused connection done lingering.
+    fn due(&self, c: &Conn, now: u64) -> bool {
+        if c.waiting_head() {
+            return c.since_ms != 0 && now.saturating_sub(c.since_ms) >= self.head_timeout_ms;
+        }
+        c.closing() && (now.saturating_sub(c.last_ms) >= LINGER_IDLE_MS || now.saturating_sub(c.since_ms) >= LINGER_MAX_MS)
+    }
+
     fn hooked_for(&self, s: *mut Socket) -> Option<&Hooked> {
         // SAFETY: s is a live socket handed to us by uSockets.
         let ctx = unsafe { (self.api.socket_context)(0, s) } as usize;
         self.hooked.iter().find(|h| h.ctx == ctx)
     }
 
-    /// The request the HTTP front answers with this refusal (and `connection: close`).
+    /// The request the HTTP front answers with this refusal; the guard closes the connection.
     fn synthetic(&self, r: Reject) -> Vec<u8> {
         let mut v = Vec::with_capacity(self.prefix.len() + 96);
         v.extend_from_slice(&self.prefix);
-        v.extend_from_slice(format!("{}/{} HTTP/1.1\r\nhost: guard\r\nconnection: close\r\n\r\n", r.status, r.reason).as_bytes());
+        v.extend_from_slice(format!("{}/{} HTTP/1.1\r\nhost: guard\r\n\r\n", r.status, r.reason).as_bytes());
         v
     }
 
     fn plan(&mut self, s: *mut Socket, data: *mut c_char, len: usize) -> Plan {
         let Some(orig) = self.hooked_for(s).map(|h| h.data) else { return Plan::Drop };
         let now = self.now_ms();
+        let linger_bytes = self.linger_bytes();
         let mut steps = std::mem::take(&mut self.steps);
         steps.clear();
         let conn = self.conns.entry(s as usize).or_default();
@@ -119,6 +140,9 @@ impl Guard {
         if work.is_none() && steps.len() == 1 && steps[0] == Step::Forward(0, len) {
             self.steps = steps;
             return Plan::Pass(orig);
+        }
+        if conn.closing() && conn.discarded > linger_bytes && !steps.contains(&Step::Close) {
+            steps.push(Step::Close);
         }
         for step in &mut steps {
             match step {
@@ -209,8 +233,8 @@ enum Due {
     Close(CloseFn),
 }
 
-/// Answers 408 to heads held back past the head deadline, and closes connections that were
-/// refused but are still open after as long again (uWS closes them itself once answered).
+/// Answers 408 to heads held back past the head deadline, and closes refused connections once
+/// they are done lingering.
 unsafe extern "C" fn sweep(_t: *mut Timer) {
     let candidates: Vec<usize> = GUARD.with(|cell| {
         let g = cell.borrow();
@@ -218,7 +242,7 @@ unsafe extern "C" fn sweep(_t: *mut Timer) {
         let now = g.now_ms();
         g.conns
             .iter()
-            .filter(|(_, c)| (c.waiting_head() || c.closing()) && c.since_ms != 0 && now.saturating_sub(c.since_ms) >= g.head_timeout_ms)
+            .filter(|(_, c)| g.due(c, now))
             .map(|(&s, _)| s)
             .collect()
     });
@@ -339,7 +363,7 @@ pub fn http_guard_install(listen_socket: Unknown, port: u32, uws_module: String,
             g.hooked.push(Hooked { ctx: ctx as usize, data, close });
         }
         if !g.timer {
-            let tick = (g.head_timeout_ms / 4).clamp(50, 1000) as c_int;
+            let tick = (g.head_timeout_ms / 4).clamp(50, 250) as c_int;
             // SAFETY: the loop of a live context; fallthrough = 1 keeps the timer from holding
             // the process open.
             unsafe {

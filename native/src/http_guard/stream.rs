@@ -38,7 +38,7 @@ enum Phase {
     Head,
     Length(u64),
     Chunked(Chunk),
-    /// Refused or cut: nothing more is handed on.
+    /// Refused or cut: nothing more is handed on, what arrives is discarded until the close.
     Closing,
 }
 
@@ -50,11 +50,14 @@ pub struct Conn {
     pub partial: Vec<u8>,
     /// When the held-back head started, or when the connection started closing (ms); 0 if neither.
     pub since_ms: u64,
+    /// While closing: when bytes last arrived (ms), and how many were discarded.
+    pub last_ms: u64,
+    pub discarded: u64,
 }
 
 impl Default for Conn {
     fn default() -> Self {
-        Conn { phase: Phase::Head, partial: Vec::new(), since_ms: 0 }
+        Conn { phase: Phase::Head, partial: Vec::new(), since_ms: 0, last_ms: 0, discarded: 0 }
     }
 }
 
@@ -87,11 +90,12 @@ impl Conn {
         self.phase == Phase::Closing
     }
 
-    /// The head deadline passed: the connection is answered 408 and closes.
+    /// Refused (the head deadline passing included): the connection answers and closes.
     pub fn time_out(&mut self, now_ms: u64) {
         self.phase = Phase::Closing;
         self.partial = Vec::new();
         self.since_ms = now_ms;
+        self.last_ms = now_ms;
     }
 
     fn refuse(&mut self, steps: &mut Vec<Step>, r: Reject, now_ms: u64) {
@@ -109,6 +113,8 @@ impl Conn {
             match self.phase {
                 Phase::Closing => {
                     emit(steps, from, pos);
+                    self.discarded += (len - pos) as u64;
+                    self.last_ms = now_ms;
                     return;
                 }
                 Phase::Length(n) => {
@@ -156,6 +162,7 @@ impl Conn {
                         Err(r) => {
                             emit(steps, from, pos);
                             self.refuse(steps, r, now_ms);
+                            self.discarded += (len - end) as u64;
                             return;
                         }
                         Ok(ok) => {

@@ -165,3 +165,13 @@ fn oversized_and_held_heads() {
     assert!(c.waiting_head());
     assert_eq!(c.since_ms, 1000);
 }
+
+#[test]
+fn a_refused_connection_discards_what_follows() {
+    let mut c = Conn::default();
+    let r = feed_all(&mut c, &[b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\nabc", b"more body"]);
+    assert_eq!(r[0].1, Some((413, "content_length")));
+    assert!(r[0].0.is_empty() && r[1].0.is_empty());
+    assert_eq!(c.discarded, 12);
+    assert!(c.closing());
+}
