@@ -42,19 +42,38 @@ const fn reject(status: u16, reason: &'static str) -> Reject {
 /// The methods uWS 20.30 dispatches; it closes the connection without an answer on any other.
 const KNOWN_METHODS: [&[u8]; 9] = [b"GET", b"HEAD", b"POST", b"PUT", b"DELETE", b"PATCH", b"OPTIONS", b"CONNECT", b"TRACE"];
 
+const TCHAR: u8 = 1;
+/// A field-name byte uWS 20.30 parses; for any other tchar it waits for more data forever.
+const UWS_NAME: u8 = 2;
+/// field-vchar, SP and HTAB (RFC 9110 5.5): no other control character, DEL included.
+const VALUE: u8 = 4;
+
+/// Byte classes, one table look-up per byte of a head.
+const CLASSES: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        let alnum = c.is_ascii_alphanumeric();
+        let mut class = 0;
+        if alnum || matches!(c, b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_' | b'`' | b'|' | b'~') {
+            class |= TCHAR;
+        }
+        if alnum || c == b'-' {
+            class |= UWS_NAME;
+        }
+        if c == b'\t' || (c >= 0x20 && c != 0x7f) {
+            class |= VALUE;
+        }
+        t[b] = class;
+        b += 1;
+    }
+    t
+};
+
 /// RFC 9110 tchar.
 pub fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-}
-
-/// The field-name bytes uWS 20.30 parses; for any other tchar it waits for more data forever.
-fn uws_name_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'-'
-}
-
-/// field-vchar, SP and HTAB (RFC 9110 5.5): no other control character, DEL included.
-fn value_byte(b: u8) -> bool {
-    b == b'\t' || (0x20..0x7f).contains(&b) || b >= 0x80
+    CLASSES[b as usize] & TCHAR != 0
 }
 
 fn trim_ows(v: &[u8]) -> &[u8] {
@@ -169,11 +188,21 @@ fn field(head: &mut [u8], s: usize, e: usize, f: &mut Fields, lim: &Limits) -> R
     if first == b' ' || first == b'\t' {
         return Err(reject(400, "obs_fold"));
     }
-    let colon = s + head[s..e].iter().position(|&b| b == b':').ok_or(reject(400, "header_name"))?;
-    if colon == s || !head[s..colon].iter().all(|&b| is_tchar(b)) {
+    // One pass: the name up to the colon (tchar, and whether uWS parses it), then the value.
+    let mut colon = s;
+    let mut uws_name = true;
+    while colon < e && head[colon] != b':' {
+        let class = CLASSES[head[colon] as usize];
+        if class & TCHAR == 0 {
+            return Err(reject(400, "header_name"));
+        }
+        uws_name &= class & UWS_NAME != 0;
+        colon += 1;
+    }
+    if colon == s || colon == e {
         return Err(reject(400, "header_name"));
     }
-    if !head[colon + 1..e].iter().all(|&b| value_byte(b)) {
+    if !head[colon + 1..e].iter().all(|&b| CLASSES[b as usize] & VALUE != 0) {
         return Err(reject(400, "header_value"));
     }
     f.count += 1;
@@ -200,7 +229,7 @@ fn field(head: &mut [u8], s: usize, e: usize, f: &mut Fields, lim: &Limits) -> R
         }
     } else if name.eq_ignore_ascii_case(b"connection") {
         f.connection_names.push((s, colon));
-    } else if !name.iter().all(|&b| uws_name_byte(b)) {
+    } else if !uws_name {
         // A legal name uWS cannot parse (`a_b`, `x.y`): this service reads none of them, so the
         // field is kept under a name of dashes, which no header this service reads is.
         head[s..colon].fill(b'-');
@@ -250,9 +279,7 @@ pub fn check(head: &mut [u8], lim: &Limits) -> Result<Accepted, Reject> {
             }
             break;
         }
-        if head[s..e].contains(&b'\r') {
-            return Err(reject(400, "header_value"));
-        }
+        // A CR inside a line fails the name or value classes below.
         field(head, s, e, &mut f, lim)?;
         s = lf + 1;
     }

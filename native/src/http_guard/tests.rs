@@ -175,3 +175,22 @@ fn a_refused_connection_discards_what_follows() {
     assert_eq!(c.discarded, 12);
     assert!(c.closing());
 }
+
+#[test]
+#[ignore]
+fn feed_cost() {
+    let body = r#"{"tenantId":"t","database":"d","collection":"c","recordId":"r1","recordPayload":{"amount":1}}"#;
+    let text = format!("POST /api/v1/records HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-API-Key: dris_abcdefabcdef_abcdefabcdefabcdefabcdefabcdef\r\nContent-Type: application/json\r\nUser-Agent: bench\r\nAccept: */*\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+    let req = text.as_bytes();
+    let mut c = Conn::default();
+    let mut steps = Vec::new();
+    let mut buf = req.to_vec();
+    let n = 2_000_000;
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        steps.clear();
+        c.feed(&mut buf, 0, &LIM, 1, &mut steps);
+        assert_eq!(steps, [Step::Forward(0, req.len())]);
+    }
+    eprintln!("feed: {:.0} ns per request", t.elapsed().as_nanos() as f64 / n as f64);
+}
