@@ -13,6 +13,9 @@
 //! Everything runs on the thread of the uWS loop (Node's main thread): the state is thread-local
 //! and never borrowed across a call into uWS, which may call back into JavaScript and into us.
 
+// The N-API entry points are not compiled into the test binary, which leaves their helpers unused there.
+#![cfg_attr(test, allow(dead_code))]
+
 mod head;
 mod stream;
 mod usockets;

@@ -84,8 +84,10 @@ fn limits() {
     assert_eq!(refused("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999999\r\n\r\n"), (413, "content_length"));
 }
 
-fn feed_all(conn: &mut Conn, parts: &[&[u8]]) -> Vec<(Vec<u8>, Option<(u16, &'static str)>, bool)> {
-    // Returns, per read: the bytes handed on, a refusal, and whether the connection was cut.
+/// Per read: the bytes handed on, a refusal, and whether the connection was cut.
+type Outcome = (Vec<u8>, Option<(u16, &'static str)>, bool);
+
+fn feed_all(conn: &mut Conn, parts: &[&[u8]]) -> Vec<Outcome> {
     let mut out = Vec::new();
     for p in parts {
         let held = std::mem::take(&mut conn.partial);
