@@ -4,7 +4,7 @@ import type { RateDecision, RateLimiter } from '../../src/domain/limits/ports.js
 import { DrisError } from '../../src/errors/dris-error.js';
 import { Router, type Route } from '../../src/http/router.js';
 import { UwsHttpServer, type HttpServerOptions } from '../../src/http/uws-server.js';
-import { rawRequest } from './raw-http.js';
+import { GUARD_TESTS, rawRequest } from './raw-http.js';
 
 /**
  * The HTTP front in process, with routes of its own: what one client can hold of it (body
@@ -82,7 +82,7 @@ async function start(t: Test, limits: HttpServerOptions['limits'], maxInFlight =
 
 const post = (len: number, key = 'good'): string => `POST /upload HTTP/1.1\r\nHost: x\r\nX-API-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${len}\r\n\r\n`;
 
-void t.test('the native guard is installed', async (t) => {
+void t.test('the native guard is installed', GUARD_TESTS, async (t) => {
   const h = await start(t, undefined);
   t.ok(h.server.guarded, 'build the addon (npm run build:native) to run these tests');
 });
@@ -163,4 +163,17 @@ void t.test('a known key looked up in the store: the paused body is read afterwa
   const r = await rawRequest(h.port, [post(20_000) + 'x'.repeat(5000), 'x'.repeat(15_000)], { gapMs: 20 });
   t.equal(r.status, 202);
   t.same(h.handled, ['upload 20000']);
+});
+
+void t.test('two servers in one process (an admin listener beside the API) each answer their refusals', GUARD_TESTS, async (t) => {
+  const a = await start(t, { maxHeaderFields: 10 });
+  const b = await start(t, { maxHeaderFields: 20 });
+  const fields = (n: number): string => Array.from({ length: n }, (_, i) => `x-${i}: ${i}\r\n`).join('');
+  for (const [h, name] of [[a, 'first'], [b, 'second']] as const) {
+    const bad = await rawRequest(h.port, 'GET /ok HTTP/1.1\r\nHost: x\r\nX A: 1\r\n\r\n');
+    t.equal(bad.status, 400, `${name}: refused`);
+    t.equal((JSON.parse(bad.body) as { error: string }).error, 'malformed_request', `${name}: by its own front`);
+  }
+  t.equal((await rawRequest(a.port, `GET /ok HTTP/1.1\r\nHost: x\r\n${fields(14)}\r\n`)).status, 431, 'the first keeps its own limit');
+  t.equal((await rawRequest(b.port, `GET /ok HTTP/1.1\r\nHost: x\r\n${fields(14)}\r\n`)).status, 200, 'the second its own');
 });

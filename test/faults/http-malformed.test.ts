@@ -1,6 +1,6 @@
 import t from 'tap';
 import { request, startService, type ServiceHandle } from '../harness/service.js';
-import { rawRequest } from './raw-http.js';
+import { GUARD_TESTS, rawRequest } from './raw-http.js';
 
 /**
  * Malformed HTTP on raw sockets against the started service: every request gets an answer at
@@ -74,7 +74,7 @@ const CASES: readonly Case[] = [
   { name: 'transfer coding other than chunked', raw: () => `POST /api/v1/records HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n`, status: 501, error: 'method_not_implemented' },
 ];
 
-void t.test('every malformed request is refused at once with the error body, and the connection closes', async (t) => {
+void t.test('every malformed request is refused at once with the error body, and the connection closes', GUARD_TESTS, async (t) => {
   t.equal((await rawRequest(svc.port, 'GET /swagger/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n')).status, 200, 'warm-up');
   for (const c of CASES) {
     // Refused connections linger up to 300 ms of silence (a client may still be sending).
@@ -92,7 +92,7 @@ void t.test('every malformed request is refused at once with the error body, and
   t.equal((JSON.parse(big.body) as ErrBody).limitBytes, 1024 * 1024, 'the route limit is named');
 });
 
-void t.test('a client still sending an oversized body reads its 413, then the connection closes', async (t) => {
+void t.test('a client still sending an oversized body reads its 413, then the connection closes', GUARD_TESTS, async (t) => {
   const head = `POST /api/v1/records/bulk HTTP/1.1\r\nHost: x\r\nX-API-Key: ${svc.bootstrapKey}\r\nContent-Type: application/json\r\nContent-Length: 52428800\r\n\r\n`;
   const r = await rawRequest(svc.port, [head], { stream: Buffer.alloc(64 * 1024, 0x20), timeoutMs: 5000, closeWaitMs: 3000 });
   t.equal(r.status, 413);
@@ -101,7 +101,7 @@ void t.test('a client still sending an oversized body reads its 413, then the co
   t.ok(r.sent < 52428800, 'before the declared body was out');
 });
 
-void t.test('legal header names uWS cannot parse (a_b, x.y) are served normally', async (t) => {
+void t.test('legal header names uWS cannot parse (a_b, x.y) are served normally', GUARD_TESTS, async (t) => {
   const r = await rawRequest(svc.port, ingest(svc.bootstrapKey, 'x_request_id: 1\r\nx.trace: 2\r\n'), { timeoutMs: 2000 });
   t.equal(r.status, 202, r.body);
   t.ok(r.answeredMs < 2000);
@@ -114,7 +114,7 @@ void t.test('legal header names uWS cannot parse (a_b, x.y) are served normally'
   t.ok(old.closed, 'and closed after the answer');
 });
 
-void t.test('a head that never completes is answered 408 at the head deadline', async (t) => {
+void t.test('a head that never completes is answered 408 at the head deadline', GUARD_TESTS, async (t) => {
   const pieces = ['GET /swagger/openapi.json HTTP/1.1\r\nHost: x\r\nX-Slow: ', ...Array.from({ length: 30 }, () => 'a')];
   const r = await rawRequest(svc.port, pieces, { gapMs: 100, timeoutMs: 5000, closeWaitMs: 2500 });
   t.equal(r.status, 408);

@@ -41,15 +41,50 @@ const LINGER_IDLE_MS: u64 = 300;
 const LINGER_MAX_MS: u64 = 2000;
 const LINGER_MAX_BYTES: u64 = 1 << 20;
 
+/// Period of the sweep (head deadlines, lingering), milliseconds: a tenth of a second of slack
+/// on deadlines of at least that, a few microseconds per thousand connections per tick.
+const SWEEP_MS: c_int = 100;
+
 /// uSockets keeps this many writable bytes after every read (LIBUS_RECV_BUFFER_PADDING), and
 /// uWS's parser writes a fence byte past the end of what it is given: bytes after a piece handed
 /// on are saved and put back, and buffers of our own carry the same padding.
 const PADDING: usize = 32;
 
+/// What one listener (one uWS app, one socket context) was installed with.
+struct Settings {
+    lim: Limits,
+    head_timeout_ms: u64,
+    /// `GET <answer prefix>` of the synthetic requests.
+    prefix: Vec<u8>,
+}
+
+impl Settings {
+    fn linger_bytes(&self) -> u64 {
+        LINGER_MAX_BYTES.max(self.lim.max_body.saturating_mul(2))
+    }
+
+    /// A held-back head past its deadline, or a refused connection done lingering.
+    fn due(&self, c: &Conn, now: u64) -> bool {
+        if c.waiting_head() {
+            return c.since_ms != 0 && now.saturating_sub(c.since_ms) >= self.head_timeout_ms;
+        }
+        c.closing() && (now.saturating_sub(c.last_ms) >= LINGER_IDLE_MS || now.saturating_sub(c.since_ms) >= LINGER_MAX_MS)
+    }
+
+    /// The request the HTTP front answers with this refusal; the guard closes the connection.
+    fn synthetic(&self, r: Reject) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.prefix.len() + 96);
+        v.extend_from_slice(&self.prefix);
+        v.extend_from_slice(format!("{}/{} HTTP/1.1\r\nhost: guard\r\n\r\n", r.status, r.reason).as_bytes());
+        v
+    }
+}
+
 struct Hooked {
     ctx: usize,
     data: OnData,
     close: OnClose,
+    settings: Settings,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -62,10 +97,6 @@ struct Stats {
 
 struct Guard {
     api: Api,
-    lim: Limits,
-    head_timeout_ms: u64,
-    /// `GET <answer prefix>` of the synthetic requests.
-    prefix: Vec<u8>,
     hooked: Vec<Hooked>,
     conns: FxHashMap<usize, Conn>,
     timer: bool,
@@ -93,50 +124,32 @@ impl Guard {
         self.epoch.elapsed().as_millis() as u64 + 1
     }
 
-    fn linger_bytes(&self) -> u64 {
-        LINGER_MAX_BYTES.max(self.lim.max_body.saturating_mul(2))
-    }
-
-    /// A held-back head past its deadline, or a refused connection done lingering.
-    fn due(&self, c: &Conn, now: u64) -> bool {
-        if c.waiting_head() {
-            return c.since_ms != 0 && now.saturating_sub(c.since_ms) >= self.head_timeout_ms;
-        }
-        c.closing() && (now.saturating_sub(c.last_ms) >= LINGER_IDLE_MS || now.saturating_sub(c.since_ms) >= LINGER_MAX_MS)
-    }
-
     fn hooked_for(&self, s: *mut Socket) -> Option<&Hooked> {
         // SAFETY: s is a live socket handed to us by uSockets.
         let ctx = unsafe { (self.api.socket_context)(0, s) } as usize;
         self.hooked.iter().find(|h| h.ctx == ctx)
     }
 
-    /// The request the HTTP front answers with this refusal; the guard closes the connection.
-    fn synthetic(&self, r: Reject) -> Vec<u8> {
-        let mut v = Vec::with_capacity(self.prefix.len() + 96);
-        v.extend_from_slice(&self.prefix);
-        v.extend_from_slice(format!("{}/{} HTTP/1.1\r\nhost: guard\r\n\r\n", r.status, r.reason).as_bytes());
-        v
-    }
-
     fn plan(&mut self, s: *mut Socket, data: *mut c_char, len: usize) -> Plan {
-        let Some(orig) = self.hooked_for(s).map(|h| h.data) else { return Plan::Drop };
         let now = self.now_ms();
-        let linger_bytes = self.linger_bytes();
+        // SAFETY: s is a live socket handed to us by uSockets.
+        let ctx = unsafe { (self.api.socket_context)(0, s) } as usize;
+        let Some(hooked) = self.hooked.iter().find(|h| h.ctx == ctx) else { return Plan::Drop };
+        let (orig, set) = (hooked.data, &hooked.settings);
         let mut steps = std::mem::take(&mut self.steps);
         steps.clear();
         let conn = self.conns.entry(s as usize).or_default();
         // SAFETY: uSockets hands a writable read buffer of `len` bytes plus its padding.
         let recv = unsafe { std::slice::from_raw_parts_mut(data as *mut u8, len) };
         let work = if conn.partial.is_empty() {
-            conn.feed(recv, 0, &self.lim, now, &mut steps);
+            conn.feed(recv, 0, &set.lim, now, &mut steps);
             None
         } else {
             let held = std::mem::take(&mut conn.partial);
             let mut work = Vec::with_capacity(held.len() + len + PADDING);
             work.extend_from_slice(&held);
             work.extend_from_slice(recv);
-            conn.feed(&mut work, held.len(), &self.lim, now, &mut steps);
+            conn.feed(&mut work, held.len(), &set.lim, now, &mut steps);
             work.resize(work.len() + PADDING, 0);
             Some(work)
         };
@@ -144,14 +157,14 @@ impl Guard {
             self.steps = steps;
             return Plan::Pass(orig);
         }
-        if conn.closing() && conn.discarded > linger_bytes && !steps.contains(&Step::Close) {
+        if conn.closing() && conn.discarded > set.linger_bytes() && !steps.contains(&Step::Close) {
             steps.push(Step::Close);
         }
         for step in &mut steps {
             match step {
                 Step::Refuse(r) => {
                     self.stats.refused += 1;
-                    *step = Step::Insert(self.synthetic(*r));
+                    *step = Step::Insert(set.synthetic(*r));
                 }
                 Step::Insert(_) => self.stats.rewritten += 1,
                 Step::Close => self.stats.cut += 1,
@@ -245,7 +258,7 @@ unsafe extern "C" fn sweep(_t: *mut Timer) {
         let now = g.now_ms();
         g.conns
             .iter()
-            .filter(|(_, c)| g.due(c, now))
+            .filter(|(&s, c)| g.hooked_for(s as *mut Socket).is_some_and(|h| h.settings.due(c, now)))
             .map(|(&s, _)| s)
             .collect()
     });
@@ -254,12 +267,12 @@ unsafe extern "C" fn sweep(_t: *mut Timer) {
             let mut g = cell.borrow_mut();
             let g = g.as_mut()?;
             let now = g.now_ms();
-            let orig = g.hooked_for(s as *mut Socket).map(|h| h.data)?;
+            let hooked = g.hooked.iter().find(|h| h.ctx == (g.api.socket_context)(0, s as *mut Socket) as usize)?;
+            let (orig, req) = (hooked.data, hooked.settings.synthetic(Reject { status: 408, reason: "head_timeout" }));
             let conn = g.conns.get_mut(&s)?;
             if conn.waiting_head() {
                 conn.time_out(now);
                 g.stats.timed_out += 1;
-                let req = g.synthetic(Reject { status: 408, reason: "head_timeout" });
                 Some(Due::Answer(orig, req))
             } else {
                 g.conns.remove(&s);
@@ -311,7 +324,7 @@ pub struct HttpGuardOptions {
     pub head_timeout_ms: u32,
     /// Largest body of any route: a larger Content-Length is answered 413 here.
     pub max_body_bytes: f64,
-    /// Path prefix of the synthetic requests (secret, generated per process by the front).
+    /// Path prefix of the synthetic requests (secret, random, one per server of the front).
     pub answer_prefix: String,
 }
 
@@ -345,9 +358,6 @@ pub fn http_guard_install(listen_socket: Unknown, port: u32, uws_module: String,
         let mut slot = cell.borrow_mut();
         let g = slot.get_or_insert_with(|| Guard {
             api,
-            lim: Limits { max_head: 0, max_fields: 0, max_body: 0 },
-            head_timeout_ms: 0,
-            prefix: Vec::new(),
             hooked: Vec::new(),
             conns: FxHashMap::default(),
             timer: false,
@@ -355,23 +365,29 @@ pub fn http_guard_install(listen_socket: Unknown, port: u32, uws_module: String,
             stats: Stats::default(),
             steps: Vec::new(),
         });
-        g.lim = Limits { max_head: options.max_head_bytes as usize, max_fields: options.max_header_fields as usize, max_body: options.max_body_bytes as u64 };
-        g.head_timeout_ms = u64::from(options.head_timeout_ms.max(1));
-        g.prefix = format!("GET {}", options.answer_prefix).into_bytes();
+        let settings = Settings {
+            lim: Limits { max_head: options.max_head_bytes as usize, max_fields: options.max_header_fields as usize, max_body: options.max_body_bytes as u64 },
+            head_timeout_ms: u64::from(options.head_timeout_ms.max(1)),
+            prefix: format!("GET {}", options.answer_prefix).into_bytes(),
+        };
         // SAFETY: ctx is the live context of the listen socket; nothing else runs meanwhile.
         let (data, close) = unsafe { g.api.hook(ctx, guarded_data, guarded_close) }.map_err(Error::from_reason)?;
-        if !std::ptr::eq(data as *const (), guarded_data as *const ()) {
+        if std::ptr::eq(data as *const (), guarded_data as *const ()) {
+            // The app listens on a second port: same context, same handlers; new settings.
+            if let Some(h) = g.hooked.iter_mut().find(|h| h.ctx == ctx as usize) {
+                h.settings = settings;
+            }
+        } else {
             // A context freed and allocated again at the same address is a new one.
             g.hooked.retain(|h| h.ctx != ctx as usize);
-            g.hooked.push(Hooked { ctx: ctx as usize, data, close });
+            g.hooked.push(Hooked { ctx: ctx as usize, data, close, settings });
         }
         if !g.timer {
-            let tick = (g.head_timeout_ms / 4).clamp(50, 250) as c_int;
             // SAFETY: the loop of a live context; fallthrough = 1 keeps the timer from holding
             // the process open.
             unsafe {
                 let t = (g.api.create_timer)((g.api.context_loop)(0, ctx), 1, 0);
-                (g.api.timer_set)(t, sweep, tick, tick);
+                (g.api.timer_set)(t, sweep, SWEEP_MS, SWEEP_MS);
             }
             g.timer = true;
         }
