@@ -389,7 +389,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
       port = await server.listen();
       boundPort = port;
       closers.push(() => server.close());
-      log.info({ host: cfg.host, port }, 'listening');
+      log.info({ host: cfg.host, port, httpGuard: server.guarded }, 'listening');
     }
     return { port, close };
   } catch (err) {
