@@ -126,6 +126,8 @@ export class UwsHttpServer {
     return this.options.router.routes.reduce((m, r) => Math.max(m, r.maxBodyBytes ?? 0), 0);
   }
 
+  // Longer than most: reading req (valid only until the first await), the answers given before
+  // the body and the run of the route read best in the order uWS calls them.
   private onRequest(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
     // Everything read from req must be read now: it is invalid after the first await.
     const method = req.getMethod().toUpperCase();
