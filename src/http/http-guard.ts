@@ -22,6 +22,7 @@ export interface GuardLimits {
 
 export interface HttpGuardStats {
   readonly connections: number;
+  readonly heldBytes: number;
   readonly refused: number;
   readonly timedOut: number;
   readonly cut: number;
@@ -65,6 +66,7 @@ const REFUSALS: Readonly<Record<string, Refusal>> = {
   '501/transfer_coding': { code: 'method_not_implemented', field: 'transfer-encoding', message: 'only the chunked transfer coding is implemented' },
   '501/target_form': { code: 'method_not_implemented', field: 'request-line', message: 'neither tunnels (CONNECT) nor server-wide OPTIONS are implemented' },
   '505/version': { code: 'http_version_not_supported', field: 'request-line', message: 'only HTTP/1.x is served on this port' },
+  '503/heads_held': { code: 'overloaded', field: 'head', message: 'the server holds as many incomplete request heads as it may' },
 };
 
 const FALLBACK: Refusal = { code: 'malformed_request', field: 'head', message: 'the request is malformed' };
@@ -75,6 +77,7 @@ const MESSAGES: Readonly<Partial<Record<DrisErrorCode, string>>> = {
   headers_too_large: 'the request head is too large',
   method_not_implemented: 'the request asks for something this server does not implement',
   http_version_not_supported: 'the HTTP version is not supported',
+  overloaded: 'the server is at capacity; retry with backoff',
 };
 
 let warned = false;

@@ -49,6 +49,8 @@ pub struct HttpGuardOptions {
 #[napi(object)]
 pub struct HttpGuardStats {
     pub connections: u32,
+    /// Bytes of request heads held back until complete.
+    pub held_bytes: f64,
     pub refused: f64,
     pub timed_out: f64,
     pub cut: f64,
@@ -78,6 +80,7 @@ pub fn http_guard_install(listen_socket: Unknown, port: u32, uws_module: String,
             api,
             hooked: Vec::new(),
             conns: FxHashMap::default(),
+            held: 0,
             timer: false,
             epoch: Instant::now(),
             stats: Stats::default(),
@@ -118,6 +121,7 @@ pub fn http_guard_stats() -> Option<HttpGuardStats> {
     GUARD.with(|cell| {
         cell.borrow().as_ref().map(|g| HttpGuardStats {
             connections: g.conns.len() as u32,
+            held_bytes: g.held as f64,
             refused: g.stats.refused as f64,
             timed_out: g.stats.timed_out as f64,
             cut: g.stats.cut as f64,

@@ -40,6 +40,11 @@ const LINGER_IDLE_MS: u64 = 300;
 const LINGER_MAX_MS: u64 = 2000;
 const LINGER_MAX_BYTES: u64 = 1 << 20;
 
+/// Heads held back by all connections together: many connections each sending a long head
+/// slowly would otherwise hold max_head bytes each until their deadline. Past it a new partial
+/// head is answered 503.
+const HELD_MAX_BYTES: usize = 64 << 20;
+
 /// Period of the sweep (head deadlines, lingering), milliseconds: a tenth of a second of slack
 /// on deadlines of at least that, a few microseconds per thousand connections per tick.
 const SWEEP_MS: c_int = 100;
@@ -98,6 +103,8 @@ struct Guard {
     api: Api,
     hooked: Vec<Hooked>,
     conns: FxHashMap<usize, Conn>,
+    /// Bytes of heads held back, all connections together (at most HELD_MAX_BYTES).
+    held: usize,
     timer: bool,
     epoch: Instant,
     stats: Stats,
@@ -138,6 +145,7 @@ impl Guard {
         let mut steps = std::mem::take(&mut self.steps);
         steps.clear();
         let conn = self.conns.entry(s as usize).or_default();
+        let held_before = conn.partial.len();
         // SAFETY: uSockets hands a writable read buffer of `len` bytes plus its padding.
         let recv = unsafe { std::slice::from_raw_parts_mut(data as *mut u8, len) };
         let work = if conn.partial.is_empty() {
@@ -155,6 +163,13 @@ impl Guard {
         if work.is_none() && steps.len() == 1 && steps[0] == Step::Forward(0, len) {
             self.steps = steps;
             return Plan::Pass(orig);
+        }
+        let held_after = conn.partial.len();
+        self.held = self.held - held_before + held_after;
+        if held_after > held_before && self.held > HELD_MAX_BYTES {
+            self.held -= held_after;
+            conn.time_out(now);
+            steps.push(Step::Refuse(Reject { status: 503, reason: "heads_held" }));
         }
         if conn.closing() && conn.discarded > set.linger_bytes() && !steps.contains(&Step::Close) {
             steps.push(Step::Close);
@@ -234,7 +249,9 @@ unsafe extern "C" fn guarded_close(s: *mut Socket, code: c_int, reason: *mut c_v
     let orig = GUARD.with(|cell| {
         let mut g = cell.borrow_mut();
         let g = g.as_mut()?;
-        g.conns.remove(&(s as usize));
+        if let Some(c) = g.conns.remove(&(s as usize)) {
+            g.held -= c.partial.len();
+        }
         g.hooked_for(s).map(|h| h.close)
     });
     match orig {
@@ -270,6 +287,7 @@ unsafe extern "C" fn sweep(_t: *mut Timer) {
             let (orig, req) = (hooked.data, hooked.settings.synthetic(Reject { status: 408, reason: "head_timeout" }));
             let conn = g.conns.get_mut(&s)?;
             if conn.waiting_head() {
+                g.held -= conn.partial.len();
                 conn.time_out(now);
                 g.stats.timed_out += 1;
                 Some(Due::Answer(orig, req))
