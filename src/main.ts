@@ -421,13 +421,14 @@ export async function startService(cfg: Config): Promise<RunningService> {
         rateLimiter: admission,
         rateLimits: cfg.rateLimits,
         rateWindowMs: cfg.rateWindowMs,
-        maxInFlight: 10_000,
+        maxInFlight: cfg.http.maxInFlight,
         allowSlowHttp: cfg.allowSlowHttp,
+        limits: cfg.http,
       });
       port = await server.listen();
       boundPort = port;
       closers.push(() => server.close());
-      log.info({ host: cfg.host, port }, 'listening');
+      log.info({ host: cfg.host, port, httpGuard: server.guarded }, 'listening');
     }
     return { port, adminPort, close };
   } catch (err) {

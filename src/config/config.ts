@@ -2,6 +2,7 @@ import path from 'node:path';
 import { DrisError, type FieldError } from '../errors/dris-error.js';
 import { ACCESS_LEVELS, type AccessLevel } from '../domain/keys/types.js';
 import { sanitizeUrl } from '../util/redact.js';
+import { readHttpConfig, type HttpConfig } from './http-config.js';
 
 /**
  * All configuration, read from the environment in one place and validated before anything
@@ -100,6 +101,8 @@ export interface Config {
   /** Roles this process runs; all by default (embedded), a subset in a cluster. */
   readonly roles: readonly Role[];
   readonly allowSlowHttp: boolean;
+  /** Limits of the HTTP front. */
+  readonly http: HttpConfig;
   readonly logLevel: string;
   /** Token of the key-administration endpoints (at least 32 bytes); read from <dataDir>/admin-token when unset. */
   readonly adminToken?: string;
@@ -355,6 +358,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     // The value itself is never quoted: configuration errors are printed and logged.
     r.problems.push({ path: 'DRIS_ADMIN_TOKEN', code: 'too_short', message: `must be at least ${MIN_ADMIN_TOKEN_BYTES} bytes (e.g. openssl rand -base64 32)` });
   }
+  const maxBodyBytes = r.int('DRIS_MAX_BODY_BYTES', MiB, 1024, 64 * MiB);
+  const maxBulkBodyBytes = r.int('DRIS_MAX_BULK_BODY_BYTES', 16 * MiB, 1024, 256 * MiB);
   const cfg = withOptional(
     {
       port: r.int('PORT', 8080, 0, 65535),
@@ -368,11 +373,12 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       hashBackend: r.oneOf<HashBackendChoice>('DRIS_HASH_BACKEND', ['auto', 'native', 'wasm', 'js'], 'auto'),
       rateLimits: parseRateLimits(r),
       rateWindowMs: r.int('DRIS_RATE_WINDOW_MS', 3_600_000, 1000, 86_400_000),
-      maxBodyBytes: r.int('DRIS_MAX_BODY_BYTES', MiB, 1024, 64 * MiB),
-      maxBulkBodyBytes: r.int('DRIS_MAX_BULK_BODY_BYTES', 16 * MiB, 1024, 256 * MiB),
+      maxBodyBytes,
+      maxBulkBodyBytes,
       idempotencyTtlMs: r.int('DRIS_IDEMPOTENCY_TTL_MS', 86_400_000, 1000, 7 * 86_400_000),
       roles: parseRoles(r),
       allowSlowHttp: r.bool('DRIS_ALLOW_SLOW_HTTP', false),
+      http: readHttpConfig(r, Math.max(maxBodyBytes, maxBulkBodyBytes)),
       logLevel: r.oneOf('DRIS_LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
       keyRefreshMs: r.int('DRIS_KEY_REFRESH_MS', 5000, 100, 600_000),
       hashThreads: r.int('DRIS_HASH_THREADS', 2, 0, 64),

@@ -10,6 +10,12 @@ export type DrisErrorCode =
   | 'validation_failed'
   | 'payload_too_large'
   | 'unsupported_media_type'
+  // HTTP framing (answered by the front before any route runs)
+  | 'malformed_request'
+  | 'request_timeout'
+  | 'headers_too_large'
+  | 'method_not_implemented'
+  | 'http_version_not_supported'
   // identity
   | 'missing_api_key'
   | 'invalid_api_key'
@@ -48,6 +54,11 @@ export const ERROR_TABLE: Readonly<Record<DrisErrorCode, ErrorTraits>> = {
   validation_failed: { status: 400, retryable: false },
   payload_too_large: { status: 413, retryable: false },
   unsupported_media_type: { status: 415, retryable: false },
+  malformed_request: { status: 400, retryable: false },
+  request_timeout: { status: 408, retryable: true },
+  headers_too_large: { status: 431, retryable: false },
+  method_not_implemented: { status: 501, retryable: false },
+  http_version_not_supported: { status: 505, retryable: false },
   missing_api_key: { status: 401, retryable: false },
   invalid_api_key: { status: 401, retryable: false },
   expired_api_key: { status: 401, retryable: false },

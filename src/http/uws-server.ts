@@ -1,11 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import uWS from 'uWebSockets.js';
-import { DrisError, errorBody, toDrisError } from '../errors/dris-error.js';
+import { DrisError, toDrisError } from '../errors/dris-error.js';
 import type { Authenticator, Principal } from '../app/authenticator.js';
 import type { RateDecision, RateLimiter } from '../domain/limits/ports.js';
 import type { AccessLevel } from '../domain/keys/types.js';
+import { HTTP_DEFAULTS, type HttpConfig } from '../config/http-config.js';
 import { componentLogger } from '../util/logger.js';
+import { AnswerWriter, type Answer, type AnswerState, type RequestBase } from './answer-writer.js';
+import { BodyDeadlines, BodyReader, ByteBudget, type BodyFailure } from './body-reader.js';
+import { HttpGuard } from './http-guard.js';
 import type { Reply, RequestContext, RequestHeaders, Router } from './router.js';
+
+export { headerValue } from './answer-writer.js';
 
 /** uWS ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT (the typings list the option only without a host). */
 const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
@@ -13,28 +19,10 @@ const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
 /**
  * The HTTP front: uWebSockets.js, one catch-all handler and our own router, so unknown routes
  * (404), wrong methods (405), content types (415), body limits (413), authentication (401/403),
- * rate limits (429) and error bodies are decided in one place for every route.
+ * rate limits (429) and error bodies are decided in one place for every route. Malformed heads
+ * are refused before uWS parses them by the native guard (http-guard.ts); bodies are read within
+ * a shared byte budget and a deadline (body-reader.ts), and only once the caller is known.
  */
-
-const STATUS_TEXT: Readonly<Record<number, string>> = {
-  200: 'OK',
-  201: 'Created',
-  202: 'Accepted',
-  204: 'No Content',
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'Not Found',
-  405: 'Method Not Allowed',
-  409: 'Conflict',
-  413: 'Payload Too Large',
-  415: 'Unsupported Media Type',
-  429: 'Too Many Requests',
-  500: 'Internal Server Error',
-  501: 'Not Implemented',
-  503: 'Service Unavailable',
-  504: 'Gateway Timeout',
-};
 
 const CORRELATION_RE = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 
@@ -51,6 +39,12 @@ export interface HttpServerOptions {
   /** Most requests being handled at once before new ones answer 503. */
   readonly maxInFlight: number;
   readonly allowSlowHttp: boolean;
+  /** Limits of the front (heads, bodies, deadlines); HTTP_DEFAULTS for any not given. */
+  readonly limits?: Partial<Omit<HttpConfig, 'maxInFlight'>>;
+}
+
+interface RequestState extends AnswerState {
+  reader: BodyReader | null;
 }
 
 /** Throws the DrisError to answer (401, 429) unless `authorization` carries the admin token. */
@@ -75,23 +69,25 @@ interface AuthOutcome {
   readonly headers: Record<string, string>;
 }
 
-interface Answer {
-  status: number;
-  headers: Readonly<Record<string, string>>;
-  contentType: string;
-  body: string | Buffer;
-}
-
 export class UwsHttpServer {
   private listenSocket: uWS.us_listen_socket | null = null;
   private inFlight = 0;
   private readonly log = componentLogger('http');
   private readonly app: uWS.TemplatedApp;
+  private readonly limits: Omit<HttpConfig, 'maxInFlight'>;
+  private readonly answers: AnswerWriter;
+  private readonly budget: ByteBudget;
+  private readonly deadlines: BodyDeadlines;
+  private guard: HttpGuard | null = null;
 
   constructor(private readonly options: HttpServerOptions) {
     if (!uwsIsNative() && !options.allowSlowHttp) {
       throw new DrisError('config_invalid', 'uWebSockets.js has no native build for this Node; set DRIS_ALLOW_SLOW_HTTP=true to run on its slow fallback');
     }
+    this.limits = { ...HTTP_DEFAULTS, ...options.limits };
+    this.answers = new AnswerWriter(this.log, this.limits.retryAfterSeconds);
+    this.budget = new ByteBudget(this.limits.bodyBudgetBytes);
+    this.deadlines = new BodyDeadlines(this.limits.bodyTimeoutMs);
     this.app = uWS.App();
     this.app.any('/*', (res, req) => this.onRequest(res, req));
   }
@@ -108,7 +104,10 @@ export class UwsHttpServer {
           return;
         }
         this.listenSocket = token;
-        resolve(uWS.us_socket_local_port(token));
+        const port = uWS.us_socket_local_port(token);
+        // Before the loop turns again, so that no connection is accepted without it.
+        if (uwsIsNative()) this.guard = HttpGuard.install(token, port, { ...this.limits, maxBodyBytes: this.largestBody() }, this.log);
+        resolve(port);
       });
     });
   }
@@ -116,12 +115,33 @@ export class UwsHttpServer {
   close(): void {
     if (this.listenSocket !== null) uWS.us_listen_socket_close(this.listenSocket);
     this.listenSocket = null;
+    this.deadlines.close();
   }
 
+  /** Whether malformed heads are refused before uWS parses them (the native guard is installed). */
+  get guarded(): boolean {
+    return this.guard !== null;
+  }
+
+  /** Bytes of request bodies buffered now, all requests together. */
+  get bufferedBodyBytes(): number {
+    return this.budget.inUse;
+  }
+
+  private largestBody(): number {
+    return this.options.router.routes.reduce((m, r) => Math.max(m, r.maxBodyBytes ?? 0), 0);
+  }
+
+  // Longer than most: reading req (valid only until the first await), the answers given before
+  // the body and the run of the route read best in the order uWS calls them.
   private onRequest(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
     // Everything read from req must be read now: it is invalid after the first await.
     const method = req.getMethod().toUpperCase();
     const path = req.getUrl();
+    if (this.guard !== null && path.startsWith(this.guard.prefix)) {
+      this.refuse(res, this.guard, path);
+      return;
+    }
     const rawQuery = req.getQuery() ?? '';
     const sentCorrelation = req.getHeader('x-correlation-id');
     const correlationId = CORRELATION_RE.test(sentCorrelation) ? sentCorrelation : randomUUID();
@@ -134,44 +154,48 @@ export class UwsHttpServer {
       authorization: req.getHeader('authorization') || undefined,
       accept: req.getHeader('accept') || undefined,
     };
+    const declared = headers.contentLength;
+    const hasBody = declared === undefined ? req.getHeader('transfer-encoding') !== '' : declared > 0;
     // Read from the socket only when something needs it (an unauthenticated caller's rate bucket).
     let remote: string | undefined;
     const remoteAddress = (): string => (remote ??= Buffer.from(res.getRemoteAddressAsText()).toString());
-    const state = { aborted: false, head: method === 'HEAD' };
+    const state: RequestState = { aborted: false, head: method === 'HEAD', bodyPending: hasBody, reader: null };
     res.onAborted(() => {
       state.aborted = true;
+      state.reader?.abort();
     });
 
     const match = this.options.router.match(method, path);
-    const base = { correlationId, headers: {} as Record<string, string> };
+    const base: RequestBase = { correlationId, headers: {} };
 
+    // Answers given before the body is read close the connection rather than read the body.
     if (match.kind !== 'found') {
       const err =
         match.kind === 'not_found'
           ? new DrisError('route_not_found', `no route ${path}`)
           : new DrisError('method_not_allowed', `${method} is not allowed on ${path}`, { headers: { Allow: match.allow.join(', ') } });
-      // Unknown routes still drain their body, so the connection can be reused.
-      res.onData(() => undefined);
-      this.finishError(res, state, base, err);
+      this.answers.error(res, state, base, err);
       return;
     }
     const route = match.route;
     const maxBody = route.maxBodyBytes ?? 0;
-
+    if (hasBody && declared !== undefined && declared > maxBody) {
+      this.answers.error(res, state, base, bodyError('too_large', maxBody));
+      return;
+    }
     if (this.inFlight >= this.options.maxInFlight) {
-      res.onData(() => undefined);
-      this.finishError(res, state, base, new DrisError('overloaded', 'the server is at capacity; retry with backoff'));
+      this.answers.error(res, state, base, new DrisError('overloaded', 'the server is at capacity; retry with backoff'));
       return;
     }
     this.inFlight += 1;
-
-    // Start reading at once (uWS needs onData before returning); decide on the body afterwards.
-    const body = this.readBody(res, maxBody, headers.contentLength);
+    // uWS needs the data handler before this handler returns; the reader is attached now (and the
+    // socket paused while an unknown key is looked up).
+    if (hasBody) state.reader = new BodyReader(res, maxBody, this.budget, this.deadlines);
 
     const run = async (): Promise<Answer> => {
       let principal: Principal | null = null;
       if (route.auth === 'apiKey') {
-        const outcome = this.authorizeNow(headers.apiKey) ?? (await this.authorize(headers.apiKey, remoteAddress));
+        const outcome = this.authorizeNow(headers.apiKey) ?? (await this.authorizePaused(res, state, headers.apiKey, remoteAddress));
         Object.assign(base.headers, outcome.headers);
         if (outcome.error !== null) throw outcome.error;
         principal = outcome.principal;
@@ -182,10 +206,13 @@ export class UwsHttpServer {
       let payload: Buffer = Buffer.alloc(0);
       if (method === 'POST' || method === 'PUT' || method === 'PATCH') {
         if (maxBody > 0 && !isJson(headers.contentType)) throw new DrisError('unsupported_media_type', 'the body must be application/json');
-        const read = await body;
-        if (read === 'too_large') throw new DrisError('payload_too_large', `the body exceeds ${maxBody} bytes`, { extra: { limitBytes: maxBody } });
-        payload = read;
+        if (state.reader !== null) {
+          const read = await state.reader.result;
+          if (typeof read === 'string') throw bodyError(read, maxBody);
+          payload = read;
+        }
       }
+      state.bodyPending = state.reader !== null && !state.reader.complete;
       let query: URLSearchParams | undefined;
       const ctx: RequestContext = {
         method,
@@ -207,12 +234,30 @@ export class UwsHttpServer {
 
     run()
       .then(
-        (answer) => this.write(res, state, correlationId, answer, base.headers),
-        (err: unknown) => this.finishError(res, state, base, err),
+        (answer) => this.answers.write(res, state, base, answer),
+        (err: unknown) => this.answers.error(res, state, base, err),
       )
       .finally(() => {
         this.inFlight -= 1;
+        state.reader?.release();
       });
+  }
+
+  /**
+   * A request of the guard: the refusal it stands for. The guard closes the connection itself,
+   * after letting a client still sending its body finish, so that it reads the answer.
+   */
+  private refuse(res: uWS.HttpResponse, guard: HttpGuard, path: string): void {
+    this.answers.error(res, { aborted: false, head: false, bodyPending: false }, { correlationId: randomUUID(), headers: {} }, guard.refusal(path));
+  }
+
+  /** The key is looked up in the store: nothing more of the body is read until it is known good. */
+  private async authorizePaused(res: uWS.HttpResponse, state: RequestState, apiKey: string | undefined, remoteAddress: () => string): Promise<AuthOutcome> {
+    const pause = state.reader !== null && !state.reader.complete;
+    if (pause) res.pause();
+    const outcome = await this.authorize(apiKey, remoteAddress);
+    if (pause && outcome.error === null && !state.aborted) res.resume();
+    return outcome;
   }
 
   /**
@@ -265,31 +310,6 @@ export class UwsHttpServer {
     return { principal, error, headers };
   }
 
-  /** Collects the body up to maxBytes; beyond it keeps draining but reports too_large. */
-  private readBody(res: uWS.HttpResponse, maxBytes: number, declared: number | undefined): Promise<Buffer | 'too_large'> {
-    return new Promise((resolve) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      let tooLarge = declared !== undefined && Number.isFinite(declared) && declared > maxBytes;
-      res.onData((chunk, isLast) => {
-        if (!tooLarge) {
-          size += chunk.byteLength;
-          if (size > maxBytes) {
-            tooLarge = true;
-            chunks.length = 0;
-          } else {
-            // The chunk's memory belongs to uWS and is reused after this callback: copy it, into
-            // Node's buffer pool for small bodies rather than a fresh allocation each.
-            const copy = Buffer.allocUnsafe(chunk.byteLength);
-            copy.set(new Uint8Array(chunk));
-            chunks.push(copy);
-          }
-        }
-        if (isLast) resolve(tooLarge ? 'too_large' : chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
-      });
-    });
-  }
-
   private toAnswer(reply: Reply): Answer {
     const headers = reply.headers ?? NO_HEADERS;
     if (Buffer.isBuffer(reply.body) || typeof reply.body === 'string') {
@@ -297,43 +317,21 @@ export class UwsHttpServer {
     }
     return { status: reply.status, headers, contentType: reply.contentType ?? 'application/json', body: JSON.stringify(reply.body) };
   }
-
-  private finishError(res: uWS.HttpResponse, state: { aborted: boolean; head: boolean }, base: { correlationId: string; headers: Record<string, string> }, err: unknown): void {
-    const e = toDrisError(err);
-    if (e.status >= 500) this.log.error({ err: e.cause ?? e, code: e.code, correlationId: base.correlationId }, 'request failed');
-    this.write(
-      res,
-      state,
-      base.correlationId,
-      { status: e.status, headers: e.headers, contentType: 'application/json', body: JSON.stringify(errorBody(e)) },
-      base.headers,
-    );
-  }
-
-  /** `a.headers` win over `base` (the rate-limit headers every /api/v1 answer carries). */
-  private write(res: uWS.HttpResponse, state: { aborted: boolean; head: boolean }, correlationId: string, a: Answer, base: Readonly<Record<string, string>>): void {
-    if (state.aborted) return;
-    // One writeHeader call for all of them: each call crosses into native code, and five of them
-    // cost more than the rest of a small answer. uWS writes `name: value\r\n` as given, so the
-    // block is the value of the first header with the others after line breaks.
-    let block = headerValue(a.contentType) + '\r\nX-Correlation-Id: ' + correlationId;
-    for (const k in base) if (!(k in a.headers)) block += '\r\n' + k + ': ' + headerValue(base[k] as string);
-    for (const k in a.headers) block += '\r\n' + k + ': ' + headerValue(a.headers[k] as string);
-    res.cork(() => {
-      res.writeStatus(STATUS_LINE[a.status] ?? `${a.status} Status`);
-      res.writeHeader('Content-Type', block);
-      // A HEAD answer carries the length its GET body would have, and no body.
-      if (state.head) res.endWithoutBody(typeof a.body === 'string' ? Buffer.byteLength(a.body) : a.body.byteLength);
-      else res.end(a.body);
-    });
-  }
 }
 
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
-const STATUS_LINE: Readonly<Record<number, string>> = Object.fromEntries(Object.entries(STATUS_TEXT).map(([code, text]) => [code, `${code} ${text}`]));
-
-/** A header value on one line: a line break in a value must never start a header of its own. */
-export function headerValue(v: string): string {
-  return /[\r\n]/.test(v) ? v.replace(/[\r\n]+/g, ' ') : v;
+function bodyError(kind: BodyFailure, maxBody: number): DrisError {
+  switch (kind) {
+    case 'too_large':
+      return new DrisError('payload_too_large', `the body exceeds ${maxBody} bytes`, {
+        extra: { limitBytes: maxBody },
+        fields: [{ path: '(body)', code: 'too_large', message: `exceeds the limit of ${maxBody} bytes` }],
+      });
+    case 'over_budget':
+      return new DrisError('overloaded', 'the server buffers as many request bodies as it may; retry with backoff');
+    case 'timeout':
+    case 'aborted':
+      return new DrisError('request_timeout', 'the body did not arrive in time', { fields: [{ path: '(body)', code: 'timeout', message: 'did not arrive before the body deadline' }] });
+  }
 }

@@ -34,6 +34,8 @@ export interface ServiceHandle {
   /** Base URL of the administration listener (keys, retrieval policies, detailed health). */
   readonly adminUrl: string;
   readonly adminPort: number;
+  /** Process id of the service (for /proc readings). */
+  readonly pid: number;
   readonly dataDir: string;
   readonly env: Readonly<Record<string, string>>;
   readonly bootstrapKey: string;
@@ -114,6 +116,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     port,
     adminUrl: `http://127.0.0.1:${adminPort ?? 0}`,
     adminPort: adminPort ?? 0,
+    pid: child.pid ?? 0,
     dataDir,
     env,
     bootstrapKey: bootstrap.apiKey,
