@@ -10,6 +10,7 @@ import { renderHtml } from './lib/report/html.js';
 import { writeSvgs } from './lib/report/svg-files.js';
 import { compactLine, readResult, RESULT_SCHEMA, writeResult, type BenchResult } from './lib/results.js';
 import type { Scenario } from './lib/scenario.js';
+import { setLogLevel } from '../src/util/logger.js';
 import { fmtNum, fmtRatio, table } from './lib/table.js';
 
 /**
@@ -88,6 +89,8 @@ async function runScenario(s: Scenario, argv: readonly string[]): Promise<number
   checkTools(s.requirements?.(values) ?? []);
   const allowFallback = bool(values, 'allow-fallback');
   const backend = s.ownBackendCheck === true ? 'see results' : await checkHashBackend(allowFallback);
+  // dris components running inside this process (floors, the verify loader) log warnings only.
+  setLogLevel('warn');
   const progress = new Progress();
   progress.line(`bench ${s.name}: reading the machine (2 s)`);
   const environment = await captureEnvironment(backend);

@@ -75,8 +75,9 @@ function addCounts(into: Counts, c: Counts): void {
 
 const sum = (r: Readonly<Record<string, number>>): number => Object.values(r).reduce((a, b) => a + b, 0);
 
-function series(seconds: Map<number, { counts: Counts; hists: string[] }>): SeriesPoint[] {
-  const last = Math.max(-1, ...seconds.keys());
+/** The measured window's seconds; answers that came in after it (the drain) are in the totals only. */
+function series(seconds: Map<number, { counts: Counts; hists: string[] }>, durationSec: number): SeriesPoint[] {
+  const last = Math.min(Math.ceil(durationSec) - 1, Math.max(-1, ...seconds.keys()));
   const out: SeriesPoint[] = [];
   for (let s = 0; s <= last; s++) {
     const e = seconds.get(s);
@@ -174,7 +175,7 @@ export async function runLoad(spec: LoadSpec, hooks: LoadHooks = {}): Promise<Lo
     errors: total.errors,
     non2xx,
     failed: sum(total.errors) + nonOk(total),
-    series: series(seconds),
+    series: series(seconds, spec.durationSec),
     generator: {
       workers: spec.workers,
       connectionsOpened: done.reduce((a, d) => a + d.connectionsOpened, 0),

@@ -19,7 +19,7 @@ const e = escapeXml;
 
 function row(cells: readonly string[], header = false): string {
   const tag = header ? 'th' : 'td';
-  return `<tr>${cells.map((c) => `<${tag}${!header && /^[-+]?[0-9]/.test(c) ? ' class="n"' : ''}>${e(c)}</${tag}>`).join('')}</tr>`;
+  return `<tr>${cells.map((c) => `<${tag}${!header && /^[-+]?[0-9][0-9,.]*$/.test(c) ? ' class="n"' : ''}>${e(c)}</${tag}>`).join('')}</tr>`;
 }
 
 function tableHtml(header: readonly string[], rows: readonly (readonly string[])[]): string {
@@ -39,7 +39,7 @@ function environment(r: BenchResult): string {
     ['warm-up', `${r.warmupSeconds} s per load phase, excluded from every figure`],
     ['command', `npm run bench -- ${r.argv.join(' ')}`],
   ];
-  return tableHtml(['', ''], rows);
+  return `<table>${rows.map((r) => row(r)).join('')}</table>`;
 }
 
 function headline(r: BenchResult): string {
@@ -87,7 +87,7 @@ export function renderHtml(r: BenchResult): string {
       charts.push(distribution(`${p.title}: latency distribution`, sets.map((s) => ({ name: s.label, histogram: s.histogram }))));
       parts.push(`<div class="charts">${charts.join('')}</div>`);
     }
-    if (p.data !== undefined) parts.push(tableHtml(['', ''], Object.entries(p.data).map(([k, v]) => [k, typeof v === 'object' ? JSON.stringify(v) : String(v)])));
+    if (p.data !== undefined) parts.push(tableHtml(['figure', 'value'], Object.entries(p.data).map(([k, v]) => [k, typeof v === 'object' ? JSON.stringify(v) : String(v)])));
   }
   parts.push(`<p class="note">Written by <code>npm run bench</code>; results schema ${e(r.schema)}.</p></body></html>`);
   return parts.join('\n');

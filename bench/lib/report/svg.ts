@@ -111,7 +111,10 @@ export function lineChart(spec: ChartSpec): string {
   out.push(`<rect class="frame" x="${M.left}" y="${M.top}" width="${pw}" height="${ph}"/>`);
   out.push(`<text x="${M.left + pw / 2}" y="${H - 8}" text-anchor="middle">${escapeXml(spec.xLabel)}</text>`);
   out.push(`<text transform="translate(14 ${M.top + ph / 2}) rotate(-90)" text-anchor="middle">${escapeXml(spec.yLabel)}</text>`);
-  // Series, then the legend.
+  // Series, then the legend on a white ground in the top right corner.
+  const legendW = 34 + 7 * Math.max(0, ...spec.series.map((s) => s.name.length));
+  const legendX = M.left + pw - legendW - 6;
+  out.push(`<rect x="${legendX}" y="${M.top + 4}" width="${legendW}" height="${spec.series.length * 16 + 6}" fill="#fff" fill-opacity="0.85" stroke="#ddd"/>`);
   spec.series.forEach((s, i) => {
     const color = COLORS[i % COLORS.length] as string;
     const valid = s.points.filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
@@ -121,9 +124,9 @@ export function lineChart(spec: ChartSpec): string {
     const path = valid.length === 1 ? `${d} l0.01 0` : d;
     out.push(`<path class="series" data-series="${escapeXml(s.name)}" d="${path}" stroke="${color}"${s.dashed === true ? ' stroke-dasharray="5 4"' : ''}${valid.length === 1 ? ' stroke-linecap="round" stroke-width="6"' : ''}/>`);
     if (s.markers === true) for (const [x, y] of valid) out.push(`<circle class="point" cx="${sx(x).toFixed(1)}" cy="${sy(y).toFixed(1)}" r="3.5" fill="${color}"/>`);
-    const ly = M.top + 14 + i * 16;
-    out.push(`<line x1="${M.left + pw - 150}" x2="${M.left + pw - 130}" y1="${ly - 4}" y2="${ly - 4}" stroke="${color}" stroke-width="2"${s.dashed === true ? ' stroke-dasharray="5 4"' : ''}/>`);
-    out.push(`<text x="${M.left + pw - 124}" y="${ly}">${escapeXml(s.name)}</text>`);
+    const ly = M.top + 18 + i * 16;
+    out.push(`<line x1="${legendX + 6}" x2="${legendX + 26}" y1="${ly - 4}" y2="${ly - 4}" stroke="${color}" stroke-width="2"${s.dashed === true ? ' stroke-dasharray="5 4"' : ''}/>`);
+    out.push(`<text x="${legendX + 30}" y="${ly}">${escapeXml(s.name)}</text>`);
   });
   out.push('</svg>');
   return out.join('\n');
