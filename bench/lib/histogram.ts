@@ -52,15 +52,23 @@ export interface LatencySummary {
 
 const ms = (us: number): number => Math.round(us) / 1000;
 
+/**
+ * A percentile in µs. The histogram answers with the top of a value's bucket (up to 0.1 % above
+ * what was recorded); no percentile is shown above the exact maximum.
+ */
+function at(h: Histogram, p: number): number {
+  return Math.min(h.getValueAtPercentile(p), h.maxValue);
+}
+
 /** p50, p90, p99, p99.9, max and mean of a histogram of microseconds, in milliseconds. */
 export function summarize(h: Histogram): LatencySummary {
   if (h.totalCount === 0) return { count: 0, p50: 0, p90: 0, p99: 0, p999: 0, max: 0, mean: 0, unit: 'ms' };
   return {
     count: h.totalCount,
-    p50: ms(h.getValueAtPercentile(50)),
-    p90: ms(h.getValueAtPercentile(90)),
-    p99: ms(h.getValueAtPercentile(99)),
-    p999: ms(h.getValueAtPercentile(99.9)),
+    p50: ms(at(h, 50)),
+    p90: ms(at(h, 90)),
+    p99: ms(at(h, 99)),
+    p999: ms(at(h, 99.9)),
     max: ms(h.maxValue),
     mean: Math.round(h.mean) / 1000,
     unit: 'ms',
@@ -73,13 +81,13 @@ export function summarize(h: Histogram): LatencySummary {
  */
 export function percentileCurve(h: Histogram): { percentile: number; ms: number }[] {
   if (h.totalCount === 0) return [];
-  const points: { percentile: number; ms: number }[] = [{ percentile: 0, ms: ms(h.getValueAtPercentile(0)) }];
+  const points: { percentile: number; ms: number }[] = [{ percentile: 0, ms: ms(at(h, 0)) }];
   // Up to the resolution the sample supports: beyond 1/count the percentiles are all the max.
   const steps = Math.min(20, Math.ceil(Math.log2(Math.max(2, h.totalCount))));
   for (let k = 1; k <= steps; k++) {
     for (const frac of [0, 0.5]) {
       const p = 100 * (1 - 1 / 2 ** (k + frac));
-      points.push({ percentile: p, ms: ms(h.getValueAtPercentile(p)) });
+      points.push({ percentile: p, ms: ms(at(h, p)) });
     }
   }
   points.push({ percentile: 100, ms: ms(h.maxValue) });

@@ -113,7 +113,7 @@ export function parseOptions(argv: readonly string[], specs: readonly OptionSpec
       continue;
     }
     const next = argv[i + 1];
-    if (spec.kind === 'flag-or-numbers' && inline === undefined && (next === undefined || next.startsWith('--') || !/^[0-9.,\s]+$/.test(next))) {
+    if (spec.kind === 'flag-or-numbers' && inline === undefined && (next === undefined || !/^[0-9]/.test(next))) {
       values[name] = true;
       continue;
     }
