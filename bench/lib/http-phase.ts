@@ -4,7 +4,7 @@ import type { LoadMode, RequestSource, ResponseCheck } from './load/types.js';
 import { bool, num, optNum, type OptionSpec, type OptionValues } from './options.js';
 import type { Progress } from './progress.js';
 import type { Phase, SweepResult } from './results.js';
-import { runSweep } from './sweep.js';
+import { describeKnee, runSweep } from './sweep.js';
 import { fmtNum } from './table.js';
 
 /**
@@ -81,7 +81,7 @@ export async function measureHttp(
   });
   const per = w.recordsPerRequest;
   progress.line(
-    `  ${title}: ${fmtNum(load.okPerSec * per)} records/s${per > 1 ? ` (${fmtNum(load.okPerSec)} req/s)` : ''}, p50 ${load.latency.p50} ms, p99 ${load.latency.p99} ms, max ${load.latency.max} ms, ${load.failed} failed`,
+    `  ${title}: ${fmtNum(load.okPerSec * per)} records/s${per > 1 ? ` (${fmtNum(load.okPerSec)} req/s)` : ''}, p50 ${fmtNum(load.latency.p50)} ms, p99 ${fmtNum(load.latency.p99)} ms, max ${fmtNum(load.latency.max)} ms, ${load.failed} failed`,
   );
   progress.line(`  ${describeGenerator(load)}`);
   return { key, title, load };
@@ -118,7 +118,7 @@ export async function sweepHttp(
       return { offered: rate, achieved: p.load.okPerSec * w.recordsPerRequest, p50: p.load.latency.p50, p99: p.load.latency.p99, failed: p.load.failed, requests };
     },
   );
-  progress.line(`  ${title}: knee ${knee === null ? 'not found (no rate passed)' : `${fmtNum(knee)} records/s`} (p99 bound ${boundMs} ms)`);
+  progress.line(`  ${title}: knee ${describeKnee({ knee, firstFail }, 'records/s')} (p99 bound ${boundMs} ms)`);
   return { phases, sweep: { key, title, unit: 'records/s', boundMs, latencyLabel: 'request p99', points, knee, firstFail } };
 }
 

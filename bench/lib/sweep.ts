@@ -89,3 +89,10 @@ export async function runSweep(plan: SweepPlan, measure: (rate: number, step: nu
   }
   return { points, ...kneeOf(points) };
 }
+
+/** "2,000 records/s", "at least 2,000 records/s (no rate failed)" or "none (no rate passed)". */
+export function describeKnee(r: { knee: number | null; firstFail: number | null }, unit: string): string {
+  if (r.knee === null) return 'none (no rate passed)';
+  const v = `${Math.round(r.knee).toLocaleString('en-US')} ${unit}`;
+  return r.firstFail === null ? `at least ${v} (every rate passed: raise --sweep-steps or list higher rates)` : `${v} (${Math.round(r.firstFail).toLocaleString('en-US')} ${unit} failed)`;
+}

@@ -17,6 +17,7 @@ export function table(header: readonly string[], rows: readonly (readonly string
 export function fmtNum(v: number | null | undefined): string {
   if (v === null || v === undefined || !Number.isFinite(v)) return '-';
   if (Math.abs(v) >= 100) return Math.round(v).toLocaleString('en-US');
+  if (v === 0) return '0';
   if (Math.abs(v) >= 10) return v.toFixed(1);
   return v.toFixed(Math.abs(v) >= 1 ? 2 : 3);
 }

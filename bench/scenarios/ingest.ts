@@ -163,7 +163,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
 
 function cells(p: Phase & { load: NonNullable<Phase['load']> }, per: number): string[] {
   const l = p.load.latency;
-  return [fmtNum(p.load.okPerSec * per), String(l.p50), String(l.p90), String(l.p99), String(l.p999), String(l.max), String(p.load.failed), JSON.stringify(p.load.statuses)];
+  return [fmtNum(p.load.okPerSec * per), ...[l.p50, l.p90, l.p99, l.p999, l.max].map(fmtNum), String(p.load.failed), JSON.stringify(p.load.statuses)];
 }
 
 export const scenario: Scenario = {

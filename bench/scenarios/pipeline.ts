@@ -14,7 +14,7 @@ import type { PlannedPhase } from '../lib/progress.js';
 import type { Figure, FloorFigure, Phase, SweepResult } from '../lib/results.js';
 import { withFloors, type Scenario, type ScenarioContext, type ScenarioOutput } from '../lib/scenario.js';
 import { BENCH_TENANT, startBenchService, type BenchService } from '../lib/service.js';
-import { runSweep, type Measured } from '../lib/sweep.js';
+import { describeKnee, runSweep, type Measured } from '../lib/sweep.js';
 import { fmtNum, table } from '../lib/table.js';
 
 /**
@@ -56,7 +56,7 @@ async function step(ctx: ScenarioContext, s: BenchService, state: StepState, rat
   const txBefore = await chain.count();
   let t0 = 0;
   let acceptedRequests = 0;
-  const key = `step${index}`;
+  const key = sweepRequested(values) ? `pipeline.sweep${index}` : 'pipeline';
   const title = `pipeline @ ${fmtNum(rate)} records/s`;
   progress.extend([{ key, seconds: warmupSec + durationSec + 15 }]);
   return progress.phase(key, title, async (h) => {
@@ -111,13 +111,13 @@ async function step(ctx: ScenarioContext, s: BenchService, state: StepState, rat
     const anchoredPerSec = Math.round(f.anchored / Math.max(0.001, (f.lastAnchoredEpochMs - t0) / 1000));
     const txPer1000 = Math.round((transactions / Math.max(1, f.anchored / 1000)) * 1000) / 1000;
     const e2e = f.latency.summary;
-    progress.line(`  ${title}: ${fmtNum(load.okPerSec * bulk)} records/s accepted, ${fmtNum(anchoredPerSec)} records/s anchored, 202 -> Anchored p50 ${e2e.p50} ms, p99 ${e2e.p99} ms, ${load.failed} failed`);
+    progress.line(`  ${title}: ${fmtNum(load.okPerSec * bulk)} records/s accepted, ${fmtNum(anchoredPerSec)} records/s anchored, 202 -> Anchored p50 ${fmtNum(e2e.p50)} ms, p99 ${fmtNum(e2e.p99)} ms, ${load.failed} failed`);
     progress.line(`  ${describeGenerator(load)}`);
     const data = { offeredRecordsPerSec: rate, acceptedRecords: accepted, topUpRecords: remainder, anchoredRecords: f.anchored, anchoredRecordsPerSec: anchoredPerSec, transactions, txPerThousandRecords: txPer1000 };
     return {
       phase: { key, title, load, latencies: [f.latency], data },
       measured: { offered: rate, achieved: load.okPerSec * bulk, p50: e2e.p50, p99: e2e.p99, failed: load.failed, requests: load.ok + load.failed },
-      row: [fmtNum(rate), fmtNum(load.okPerSec * bulk), fmtNum(anchoredPerSec), String(e2e.p50), String(e2e.p90), String(e2e.p99), String(e2e.max), String(load.latency.p99), String(txPer1000), String(load.failed)],
+      row: [fmtNum(rate), fmtNum(load.okPerSec * bulk), fmtNum(anchoredPerSec), ...[e2e.p50, e2e.p90, e2e.p99, e2e.max, load.latency.p99].map(fmtNum), String(txPer1000), String(load.failed)],
       anchoredPerSec,
       txPer1000,
     };
@@ -172,7 +172,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
           measure,
         );
         sweeps.push({ key: 'pipeline', title: 'pipeline (embedded default)', unit: 'records/s', boundMs, latencyLabel: '202 -> Anchored p99', ...r });
-        progress.line(`knee: ${r.knee === null ? 'none (no rate passed)' : `${fmtNum(r.knee)} records/s`} with 202 -> Anchored p99 <= ${boundMs} ms${r.firstFail === null ? '' : `; ${fmtNum(r.firstFail)} records/s failed`}`);
+        progress.line(`knee: ${describeKnee(r, 'records/s')} (202 -> Anchored p99 <= ${boundMs} ms)`);
         headline.push(withFloors({ key: 'pipeline.knee', label: `knee: records/s with 202 -> Anchored p99 <= ${boundMs} ms`, value: r.knee ?? 0, unit: 'records/s', better: 'higher' }, floors));
       } else {
         await measure(num(values, 'rate'), 0);

@@ -176,7 +176,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
         phases.push(...r.phases);
         sweeps.push(r.sweep);
         headline.push(withFloors({ key: 'verify.knee', label: `knee: verifications/s with p99 <= ${r.sweep.boundMs} ms`, value: r.sweep.knee ?? 0, unit: 'verifications/s', better: 'higher' }, floors));
-        for (const p of r.phases) if (p.load !== undefined) rows.push([`open ${fmtNum(p.load.offeredPerSec)}/s`, fmtNum(p.load.okPerSec), String(p.load.latency.p50), String(p.load.latency.p90), String(p.load.latency.p99), String(p.load.latency.p999), String(p.load.latency.max), String(p.load.failed)]);
+        for (const p of r.phases) if (p.load !== undefined) rows.push([`open ${fmtNum(p.load.offeredPerSec)}/s`, fmtNum(p.load.okPerSec), ...[p.load.latency.p50, p.load.latency.p90, p.load.latency.p99, p.load.latency.p999, p.load.latency.max].map(fmtNum), String(p.load.failed)]);
       } else {
         const p = await measureHttp(progress, 'verify', 'verify (stored mode)', target, w, values, timing);
         phases.push({ ...p, data: { machineCpuBusyPercent: busyPercent(cpuBefore, cpuTimes()) } });
@@ -184,7 +184,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
         headline.push(withFloors({ key: 'verifyPerSec', label: 'verifications/s (200, verified=true)', value: Math.round(p.load.okPerSec), unit: 'verifications/s', better: 'higher' }, floors));
         headline.push({ key: 'verifyP99Ms', label: 'verification p99', value: l.p99, unit: 'ms', better: 'lower' });
         headline.push({ key: 'verifyP50Ms', label: 'verification p50', value: l.p50, unit: 'ms', better: 'lower' });
-        rows.push([timing.rateRecords === undefined ? `closed ${connections}` : `open ${fmtNum(timing.rateRecords)}/s`, fmtNum(p.load.okPerSec), String(l.p50), String(l.p90), String(l.p99), String(l.p999), String(l.max), String(p.load.failed)]);
+        rows.push([timing.rateRecords === undefined ? `closed ${connections}` : `open ${fmtNum(timing.rateRecords)}/s`, fmtNum(p.load.okPerSec), ...[l.p50, l.p90, l.p99, l.p999, l.max].map(fmtNum), String(p.load.failed)]);
       }
     } finally {
       if (data.temporary) await s.svc.dispose();

@@ -94,3 +94,17 @@ export function sweepLatency(s: SweepResult): string {
     ],
   });
 }
+
+/** The latency distributions of a sweep's rates on one plot (for pipeline: 202 -> Anchored). */
+export function sweepDistribution(s: SweepResult, phases: readonly Phase[]): string | null {
+  const sets = phases
+    .filter((p) => p.key.startsWith(`${s.key}.sweep`))
+    .map((p) => ({ p, set: phaseLatencies(p).at(-1) }))
+    .filter((x): x is { p: Phase; set: LatencySet } => x.set !== undefined && x.set.summary.count > 0)
+    .sort((a, b) => (a.p.load?.offeredPerSec ?? 0) - (b.p.load?.offeredPerSec ?? 0));
+  if (sets.length === 0) return null;
+  return distribution(
+    `${s.title}: ${sets[0]?.set.label ?? 'latency'} distribution per offered rate`,
+    sets.map(({ p, set }) => ({ name: p.title.replace(/^.*@ /, ''), histogram: set.histogram })),
+  );
+}

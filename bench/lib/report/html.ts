@@ -1,6 +1,7 @@
+import { describeKnee } from '../sweep.js';
 import { fmtNum, fmtRatio } from '../table.js';
 import type { BenchResult } from '../results.js';
-import { distribution, latencyOverTime, phaseLatencies, sweepLatency, sweepThroughput, throughputOverTime } from './charts.js';
+import { distribution, latencyOverTime, phaseLatencies, sweepDistribution, sweepLatency, sweepThroughput, throughputOverTime } from './charts.js';
 import { escapeXml } from './svg.js';
 
 /**
@@ -64,8 +65,8 @@ export function renderHtml(r: BenchResult): string {
   for (const n of r.notes) parts.push(`<p class="note">${e(n)}</p>`);
   for (const s of r.sweeps) {
     parts.push(`<h2>Sweep: ${e(s.title)}</h2>`);
-    parts.push(`<p>knee: <b>${s.knee === null ? 'none (no rate passed)' : `${fmtNum(s.knee)} ${e(s.unit)}`}</b>${s.firstFail === null ? '' : `, first failing rate ${fmtNum(s.firstFail)} ${e(s.unit)}`}; bound: ${e(s.latencyLabel)} &lt;= ${s.boundMs} ms, achieved &gt;= 95 % of offered, &lt;= 0.1 % failed.</p>`);
-    parts.push(`<div class="charts">${sweepThroughput(s)}${sweepLatency(s)}</div>`);
+    parts.push(`<p>knee: <b>${e(describeKnee(s, s.unit))}</b>; bound: ${e(s.latencyLabel)} &lt;= ${s.boundMs} ms, achieved &gt;= 95 % of offered, &lt;= 0.1 % failed.</p>`);
+    parts.push(`<div class="charts">${sweepThroughput(s)}${sweepLatency(s)}${sweepDistribution(s, r.phases) ?? ''}</div>`);
     parts.push(tableHtml(['offered', 'achieved', 'p50 ms', 'p99 ms', 'failed', 'verdict'], s.points.map((p) => [fmtNum(p.offered), fmtNum(p.achieved), String(p.p50), String(p.p99), String(p.failed), p.pass ? 'pass' : (p.reason ?? 'fail')])));
   }
   for (const p of r.phases) {

@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { BenchResult } from '../results.js';
-import { distribution, latencyOverTime, phaseLatencies, sweepLatency, sweepThroughput } from './charts.js';
+import { distribution, latencyOverTime, phaseLatencies, sweepDistribution, sweepLatency, sweepThroughput } from './charts.js';
 
 /** The plots of a result as separate .svg files (for the README and other documents). */
 export function writeSvgs(r: BenchResult, dir: string): string[] {
@@ -15,6 +15,8 @@ export function writeSvgs(r: BenchResult, dir: string): string[] {
   for (const s of r.sweeps) {
     put(`${s.key}-throughput`, sweepThroughput(s));
     put(`${s.key}-latency`, sweepLatency(s));
+    const d = sweepDistribution(s, r.phases);
+    if (d !== null) put(`${s.key}-distributions`, d);
   }
   for (const p of r.phases) {
     const sets = phaseLatencies(p);

@@ -112,9 +112,9 @@ export function lineChart(spec: ChartSpec): string {
   out.push(`<text x="${M.left + pw / 2}" y="${H - 8}" text-anchor="middle">${escapeXml(spec.xLabel)}</text>`);
   out.push(`<text transform="translate(14 ${M.top + ph / 2}) rotate(-90)" text-anchor="middle">${escapeXml(spec.yLabel)}</text>`);
   // Series, then the legend on a white ground in the top right corner.
-  const legendW = 34 + 7 * Math.max(0, ...spec.series.map((s) => s.name.length));
+  const legendW = 38 + 8 * Math.max(0, ...spec.series.map((s) => s.name.length));
   const legendX = M.left + pw - legendW - 6;
-  out.push(`<rect x="${legendX}" y="${M.top + 4}" width="${legendW}" height="${spec.series.length * 16 + 6}" fill="#fff" fill-opacity="0.85" stroke="#ddd"/>`);
+  out.push(`<rect x="${legendX}" y="${M.top + 4}" width="${legendW}" height="${spec.series.length * 16 + 6}" fill="#fff" stroke="#ddd"/>`);
   spec.series.forEach((s, i) => {
     const color = COLORS[i % COLORS.length] as string;
     const valid = s.points.filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
