@@ -124,6 +124,7 @@ async function runScenario(s: Scenario, argv: readonly string[]): Promise<number
   out(headlineTable(result));
   out('');
   out(describeEnvironment(environment));
+  if (o.warmupSeconds > 0) out(`warm-up: the first ${o.warmupSeconds} s of each load phase, excluded from every figure`);
   for (const n of o.notes) out(`note: ${n}`);
   out(`results: ${file}`);
   const html = values['html'];

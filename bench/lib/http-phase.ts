@@ -129,3 +129,11 @@ export function sweepRequested(values: OptionValues): boolean {
 export function pinRequested(values: OptionValues): boolean {
   return bool(values, 'pin');
 }
+
+/** Planned load phases of one workload: one, or the sweep's steps (listed, or a guess for an automatic sweep). */
+export function plannedLoads(key: string, values: OptionValues, seconds: number): { key: string; seconds: number }[] {
+  if (!sweepRequested(values)) return [{ key, seconds }];
+  const listed = values['sweep'];
+  const steps = Array.isArray(listed) ? listed.length : Math.ceil(num(values, 'sweep-steps') / 2) + num(values, 'sweep-refine');
+  return Array.from({ length: steps }, (_, i) => ({ key: `${key}.sweep${i}`, seconds }));
+}

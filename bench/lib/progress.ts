@@ -45,7 +45,7 @@ export class Progress {
 
   /** Adds phases to the plan (a sweep learns its next step as it goes). */
   extend(phases: readonly PlannedPhase[]): void {
-    this.#plan.push(...phases.map((p) => ({ ...p, done: false })));
+    for (const p of phases) if (!this.#plan.some((x) => x.key === p.key)) this.#plan.push({ ...p, done: false });
   }
 
   line(text: string): void {

@@ -2,7 +2,7 @@ import { tmpdir } from 'node:os';
 import { startNats, startRedis } from '../../test/harness/servers.js';
 import { fsyncFloor } from '../lib/floors/fsync.js';
 import { startBareServer } from '../lib/floors/http.js';
-import { generatorWorkers, LOAD_OPTIONS, measureHttp, pinRequested, sweepHttp, sweepRequested, type HttpTarget, type HttpWorkload } from '../lib/http-phase.js';
+import { generatorWorkers, LOAD_OPTIONS, measureHttp, pinRequested, plannedLoads, sweepHttp, sweepRequested, type HttpTarget, type HttpWorkload } from '../lib/http-phase.js';
 import { list, num, optNum, type OptionValues } from '../lib/options.js';
 import { payload1k } from '../lib/payload.js';
 import { pinProcesses } from '../lib/pinning.js';
@@ -52,11 +52,6 @@ function workloads(values: OptionValues, key: string): Record<Variant, HttpWorkl
   };
 }
 
-function loadSeconds(values: OptionValues): number {
-  const each = num(values, 'warmup') + num(values, 'duration') + 1;
-  return sweepRequested(values) ? each * (Array.isArray(values['sweep']) ? (values['sweep'] as number[]).length : num(values, 'sweep-steps') / 2 + num(values, 'sweep-refine')) : each;
-}
-
 function plan(values: OptionValues): PlannedPhase[] {
   const variants = list(values, 'variants');
   const each = num(values, 'warmup') + num(values, 'duration') + 1;
@@ -64,7 +59,7 @@ function plan(values: OptionValues): PlannedPhase[] {
   for (const v of variants) phases.push({ key: `floor.http.${v}`, seconds: each });
   for (const m of list(values, 'modes')) {
     phases.push({ key: `${m}.start`, seconds: STARTUP_SEC });
-    for (const v of variants) phases.push({ key: `${m}.${v}`, seconds: loadSeconds(values) });
+    for (const v of variants) phases.push(...plannedLoads(`${m}.${v}`, values, each));
   }
   return phases;
 }

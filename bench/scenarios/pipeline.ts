@@ -5,7 +5,7 @@ import { AnchoredFollower } from '../lib/anchored-follower.js';
 import { anvilFloor } from '../lib/floors/anvil.js';
 import { chdbFloor } from '../lib/floors/chdb.js';
 import { fsyncFloor } from '../lib/floors/fsync.js';
-import { generatorWorkers, LOAD_OPTIONS, pinRequested, sweepRequested } from '../lib/http-phase.js';
+import { generatorWorkers, LOAD_OPTIONS, pinRequested, plannedLoads, sweepRequested } from '../lib/http-phase.js';
 import { describeGenerator, runLoad } from '../lib/load/generator.js';
 import { num, optNum, type OptionValues } from '../lib/options.js';
 import { payload1k } from '../lib/payload.js';
@@ -211,6 +211,7 @@ function plan(values: OptionValues): PlannedPhase[] {
     { key: 'floor.chdb', seconds: secs + 2 },
     { key: 'floor.anvil', seconds: secs + 4 },
     { key: 'start', seconds: STARTUP_SEC },
+    ...plannedLoads('pipeline', values, num(values, 'warmup') + num(values, 'duration') + 15),
   ];
 }
 

@@ -8,7 +8,7 @@ import { loadAnchoredRecords } from '../anchored-loader.js';
 import { busyPercent, cpuTimes } from '../lib/environment.js';
 import { chdbFloor } from '../lib/floors/chdb.js';
 import { startBareServer } from '../lib/floors/http.js';
-import { generatorWorkers, LOAD_OPTIONS, measureHttp, pinRequested, sweepHttp, sweepRequested, type HttpWorkload } from '../lib/http-phase.js';
+import { generatorWorkers, LOAD_OPTIONS, measureHttp, pinRequested, plannedLoads, sweepHttp, sweepRequested, type HttpWorkload } from '../lib/http-phase.js';
 import { num, optNum, str, type OptionValues } from '../lib/options.js';
 import { payload1k } from '../lib/payload.js';
 import { pinProcesses } from '../lib/pinning.js';
@@ -213,7 +213,7 @@ function plan(values: OptionValues): PlannedPhase[] {
     { key: 'floor.chdb', seconds: num(values, 'floor-seconds') + 3 },
     { key: 'floor.http', seconds: Math.min(2, num(values, 'warmup')) + num(values, 'duration') + 1 },
     { key: 'start', seconds: 8 },
-    { key: 'verify', seconds: each },
+    ...plannedLoads('verify', values, each),
   ];
 }
 
