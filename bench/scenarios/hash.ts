@@ -26,12 +26,15 @@ function quick(values: OptionValues): boolean {
   return bool(values, 'quick') || process.env['DRIS_BENCH_QUICK'] === '1';
 }
 
-async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
-  const { values, progress } = ctx;
-  const q = quick(values);
-  const seconds = q ? 0.3 : 1;
-  ctx.environment.hashBackend.bench = await checkHashBackend(ctx.allowFallback);
-  const floor = await progress.phase('floor.sha', 'floor: SHA-256 of 1 KiB blocks (openssl speed)', async () => shaFloor(q ? 1 : 2));
+interface Measured {
+  readonly floor: ReturnType<typeof shaFloor>;
+  readonly backends: HashingBackend[];
+  readonly unavailable: string[];
+  readonly per: Record<string, Record<string, number>>;
+  readonly merkle: Record<string, Record<string, number>>;
+}
+
+async function loadBackends(): Promise<{ backends: HashingBackend[]; unavailable: string[] }> {
   const backends: HashingBackend[] = [];
   const unavailable: string[] = [];
   for (const name of BACKENDS) {
@@ -41,6 +44,14 @@ async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
       unavailable.push(`${name}: ${e instanceof Error ? e.message : String(e)}`);
     }
   }
+  return { backends, unavailable };
+}
+
+async function measure(ctx: ScenarioContext, q: boolean): Promise<Measured> {
+  const { progress } = ctx;
+  const seconds = q ? 0.3 : 1;
+  const floor = await progress.phase('floor.sha', 'floor: SHA-256 of 1 KiB blocks (openssl speed)', async () => shaFloor(q ? 1 : 2));
+  const { backends, unavailable } = await loadBackends();
   const corpus = Object.fromEntries(SIZES.map((s) => [s, Array.from({ length: 256 }, (_, i) => makeRecord(s, i))])) as Record<(typeof SIZES)[number], Uint8Array[]>;
   const bulk = Object.fromEntries(SIZES.map((s) => [s, Array.from({ length: 8 }, (_, i) => bulkOf(corpus[s], i * BATCH))])) as Record<(typeof SIZES)[number], Uint8Array[]>;
   const cores = availableParallelism();
@@ -84,7 +95,14 @@ async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
       await new Promise((r) => setImmediate(r));
     }
   });
+  return { floor, backends, unavailable, per, merkle };
+}
 
+async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
+  const q = quick(ctx.values);
+  ctx.environment.hashBackend.bench = await checkHashBackend(ctx.allowFallback);
+  const { floor, backends, unavailable, per, merkle } = await measure(ctx, q);
+  const cores = availableParallelism();
   const floors: FloorFigure[] = [
     { key: 'sha256', label: 'SHA-256 of 1 KiB blocks, one core', value: Math.round((floor.mbPerSec * 1e6) / 1024), unit: 'records/s', source: `${floor.mbPerSec} MB/s, ${floor.source}` },
   ];
@@ -116,7 +134,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
     floors,
     phases: [{ key: 'hash', title: 'hashing', data: { records: per, merkle, unavailable } }],
     sweeps: [],
-    config: { batch: BATCH, sizes: SIZES, poolThreads: cores, quick: q, secondsPerCase: seconds },
+    config: { batch: BATCH, sizes: SIZES, poolThreads: cores, quick: q, secondsPerCase: q ? 0.3 : 1 },
     notes: [
       `records/s: canonicalise + payloadHash + recordHash ("1 thread": bulk bodies of ${BATCH}, one call each; "single": one body per record; "pool": ${cores} threads)`,
       ...(shaExt === undefined ? [] : [`native SHA-256 uses CPU SHA extensions: ${shaExt}`]),

@@ -2,10 +2,10 @@ import { tmpdir } from 'node:os';
 import { startNats, startRedis } from '../../test/harness/servers.js';
 import { fsyncFloor } from '../lib/floors/fsync.js';
 import { startBareServer } from '../lib/floors/http.js';
-import { generatorWorkers, LOAD_OPTIONS, measureHttp, pinRequested, plannedLoads, sweepHttp, sweepRequested, type HttpTarget, type HttpWorkload } from '../lib/http-phase.js';
+import { generatorWorkers, LOAD_OPTIONS, measureHttp, pinRequested, plannedLoads, sweepHttp, sweepRequested, type HttpTarget, type HttpWorkload, type PhaseTiming } from '../lib/http-phase.js';
 import { list, num, optNum, type OptionValues } from '../lib/options.js';
 import { payload1k } from '../lib/payload.js';
-import { pinProcesses } from '../lib/pinning.js';
+import { pinProcesses, type Pinning } from '../lib/pinning.js';
 import type { PlannedPhase } from '../lib/progress.js';
 import type { Figure, FloorFigure, Phase, SweepResult } from '../lib/results.js';
 import { withFloors, type Scenario, type ScenarioContext, type ScenarioOutput } from '../lib/scenario.js';
@@ -64,21 +64,14 @@ function plan(values: OptionValues): PlannedPhase[] {
   return phases;
 }
 
-async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
+/** The floors of the run: fdatasync, then bare uWebSockets.js with each variant's load. */
+async function measureFloors(ctx: ScenarioContext, pinning: Pinning | null, timing: PhaseTiming & { workers: number }): Promise<{ floors: FloorFigure[]; phases: Phase[]; rows: string[][] }> {
   const { values, progress } = ctx;
   const variants = list(values, 'variants') as Variant[];
-  const modes = list(values, 'modes');
-  const pinning = pinProcesses(pinRequested(values));
-  ctx.environment.pinning = pinning;
-  const workers = generatorWorkers(values, pinning === null ? null : Math.max(1, ctx.environment.cores - 1));
-  const timing = { warmupSec: num(values, 'warmup'), durationSec: num(values, 'duration'), workers, rateRecords: optNum(values, 'rate') };
   const bulkSize = num(values, 'bulk-size');
-  const phases: Phase[] = [];
-  const sweeps: SweepResult[] = [];
   const floors: FloorFigure[] = [];
-  const headline: Figure[] = [];
+  const phases: Phase[] = [];
   const rows: string[][] = [];
-
   const fsync = await progress.phase('floor.fsync', 'floor: fdatasync append loop', () => fsyncFloor(tmpdir(), num(values, 'floor-seconds')));
   const bulkBytes = Buffer.byteLength(bodies(bulkSize).bulk) / bulkSize;
   floors.push({ key: 'fsync.single', label: 'fdatasync per 1 KiB append', value: fsync.syncsPerSec, unit: 'records/s', source: `raw append + fdatasync loop in ${tmpdir()}, one record per sync` });
@@ -96,6 +89,28 @@ async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
   } finally {
     await bare.stop();
   }
+  return { floors, phases, rows };
+}
+
+async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
+  const { values, progress } = ctx;
+  const variants = list(values, 'variants') as Variant[];
+  const modes = list(values, 'modes');
+  const pinning = pinProcesses(pinRequested(values));
+  ctx.environment.pinning = pinning;
+  const workers = generatorWorkers(values, pinning === null ? null : Math.max(1, ctx.environment.cores - 1));
+  const timing = { warmupSec: num(values, 'warmup'), durationSec: num(values, 'duration'), workers, rateRecords: optNum(values, 'rate') };
+  const bulkSize = num(values, 'bulk-size');
+  const phases: Phase[] = [];
+  const sweeps: SweepResult[] = [];
+  const floors: FloorFigure[] = [];
+  const headline: Figure[] = [];
+  const rows: string[][] = [];
+
+  const measuredFloors = await measureFloors(ctx, pinning, timing);
+  floors.push(...measuredFloors.floors);
+  phases.push(...measuredFloors.phases);
+  rows.push(...measuredFloors.rows);
   const floorOf = (key: string): FloorFigure | undefined => floors.find((f) => f.key === key);
 
   for (const mode of modes) {

@@ -92,14 +92,65 @@ function nonOk(c: Counts): number {
   return Math.max(0, sum(c.statuses) - c.ok - (c.errors['check'] ?? 0));
 }
 
+type Done = Extract<WorkerMessage, { type: 'done' }>;
+
+/**
+ * Starts the workers together once all have their connections, passes their reports on, and
+ * resolves with their final reports, the CPU usage and the wall time at the start.
+ */
+function drive(workers: readonly Worker[], spec: LoadSpec, hooks: LoadHooks, onReport: (r: SecondReport) => void): Promise<{ done: Done[]; cpuStart: NodeJS.CpuUsage; wallStart: number }> {
+  const done: Done[] = [];
+  let ready = 0;
+  let cpuStart = process.cpuUsage();
+  let wallStart = Date.now();
+  const runMs = (spec.warmupSec + spec.durationSec) * 1000;
+  return new Promise((resolve, reject) => {
+    // Every wait has a deadline: connecting, the run itself, the drain after it.
+    const deadline = setTimeout(() => reject(new Error(`load generator did not finish within ${Math.round((runMs + spec.timeoutMs) / 1000) + 40} s`)), runMs + spec.timeoutMs + 40_000);
+    const fail = (err: Error): void => {
+      clearTimeout(deadline);
+      reject(err);
+    };
+    for (const w of workers) {
+      w.on('error', fail);
+      w.on('exit', (code) => {
+        if (code !== 0 && done.length < workers.length) fail(new Error(`load worker exited with ${code}`));
+      });
+      w.on('message', (m: WorkerMessage) => {
+        switch (m.type) {
+          case 'ready':
+            if (++ready === workers.length) {
+              const t0 = Date.now() + 50;
+              cpuStart = process.cpuUsage();
+              wallStart = t0;
+              hooks.onStart?.(t0);
+              for (const x of workers) x.postMessage({ type: 'start', t0EpochMs: t0 });
+            }
+            return;
+          case 'second':
+            onReport(m.report);
+            if (m.accepted !== undefined) hooks.onAccepted?.(m.accepted);
+            return;
+          case 'done':
+            done.push(m);
+            if (m.accepted !== undefined) hooks.onAccepted?.(m.accepted);
+            if (done.length === workers.length) {
+              clearTimeout(deadline);
+              resolve({ done, cpuStart, wallStart });
+            }
+            return;
+          case 'error':
+            fail(new Error(m.message));
+        }
+      });
+    }
+  });
+}
+
 export async function runLoad(spec: LoadSpec, hooks: LoadHooks = {}): Promise<LoadResult> {
   const workers = Array.from({ length: spec.workers }, (_, index) => new Worker(new URL('./load-worker.js', import.meta.url), { workerData: { spec, index } }));
   const seconds = new Map<number, { counts: Counts; hists: string[] }>();
   const total: Counts = { ok: 0, statuses: {}, errors: {} };
-  const done: Extract<WorkerMessage, { type: 'done' }>[] = [];
-  let ready = 0;
-  let cpuStart = process.cpuUsage();
-  let wallStart = 0;
   const reportSecond = (r: SecondReport): void => {
     const e = seconds.get(r.second) ?? { counts: { ok: 0, statuses: {}, errors: {} }, hists: [] };
     addCounts(e.counts, r.counts);
@@ -107,52 +158,13 @@ export async function runLoad(spec: LoadSpec, hooks: LoadHooks = {}): Promise<Lo
     seconds.set(r.second, e);
     hooks.onSecond?.({ second: r.second, ok: e.counts.ok, errors: sum(e.counts.errors) + nonOk(e.counts) });
   };
-  const runMs = (spec.warmupSec + spec.durationSec) * 1000;
+  let driven;
   try {
-    await new Promise<void>((resolve, reject) => {
-      // Every wait has a deadline: connecting, the run itself, the drain after it.
-      const deadline = setTimeout(() => reject(new Error(`load generator did not finish within ${Math.round((runMs + spec.timeoutMs) / 1000) + 40} s`)), runMs + spec.timeoutMs + 40_000);
-      const fail = (err: Error): void => {
-        clearTimeout(deadline);
-        reject(err);
-      };
-      for (const w of workers) {
-        w.on('error', fail);
-        w.on('exit', (code) => {
-          if (code !== 0 && done.length < workers.length) fail(new Error(`load worker exited with ${code}`));
-        });
-        w.on('message', (m: WorkerMessage) => {
-          switch (m.type) {
-            case 'ready':
-              if (++ready === workers.length) {
-                const t0 = Date.now() + 50;
-                cpuStart = process.cpuUsage();
-                wallStart = t0;
-                hooks.onStart?.(t0);
-                for (const x of workers) x.postMessage({ type: 'start', t0EpochMs: t0 });
-              }
-              return;
-            case 'second':
-              reportSecond(m.report);
-              if (m.accepted !== undefined) hooks.onAccepted?.(m.accepted);
-              return;
-            case 'done':
-              done.push(m);
-              if (m.accepted !== undefined) hooks.onAccepted?.(m.accepted);
-              if (done.length === workers.length) {
-                clearTimeout(deadline);
-                resolve();
-              }
-              return;
-            case 'error':
-              fail(new Error(m.message));
-          }
-        });
-      }
-    });
+    driven = await drive(workers, spec, hooks, reportSecond);
   } finally {
     await Promise.all(workers.map((w) => w.terminate()));
   }
+  const { done, cpuStart, wallStart } = driven;
   const cpu = process.cpuUsage(cpuStart);
   const wallUs = Math.max(1, (Date.now() - wallStart) * 1000);
   for (const d of done) addCounts(total, d.counts);
