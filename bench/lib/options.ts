@@ -32,6 +32,8 @@ export interface OptionSpec {
   readonly min?: number;
   readonly max?: number;
   readonly choices?: readonly string[];
+  /** What --help shows for the value (FILE, DIR); N for numbers, VALUE otherwise. */
+  readonly value?: string;
 }
 
 export type OptionValues = Readonly<Record<string, OptionValue>>;
@@ -167,7 +169,7 @@ function defaultText(s: OptionSpec): string {
 /** The option table of --help, one option per line, wrapped help aligned. */
 export function formatOptions(specs: readonly OptionSpec[]): string {
   const left = specs.map((s) => {
-    const value = s.kind === 'boolean' ? '' : s.kind === 'flag-or-numbers' ? ' [R1,R2,..]' : s.kind === 'flag-or-string' ? ' [FILE]' : s.kind === 'list' ? ` ${s.choices?.join('|') ?? 'A,B'}` : ` ${s.kind === 'string' ? (s.choices?.join('|') ?? 'VALUE') : 'N'}`;
+    const value = s.kind === 'boolean' ? '' : s.kind === 'flag-or-numbers' ? ' [R1,R2,..]' : s.kind === 'flag-or-string' ? ` [${s.value ?? 'FILE'}]` : s.value !== undefined ? ` ${s.value}` : s.kind === 'list' ? ` ${s.choices?.join('|') ?? 'A,B'}` : ` ${s.kind === 'string' ? (s.choices?.join('|') ?? 'VALUE') : 'N'}`;
     return `  --${s.name}${value}`;
   });
   const width = Math.min(36, Math.max(...left.map((l) => l.length)) + 2);

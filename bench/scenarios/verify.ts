@@ -231,7 +231,7 @@ export const scenario: Scenario = {
   ].join('\n'),
   options: [
     { name: 'records', kind: 'integer', default: 1_000_000, help: 'anchored records to verify against' },
-    { name: 'reuse', kind: 'string', help: 'keep the loaded data in DIR and reuse it on later runs with the same --records' },
+    { name: 'reuse', kind: 'string', value: 'DIR', help: 'keep the loaded data in DIR and reuse it on later runs with the same --records' },
     { name: 'connections', kind: 'integer', default: 64, help: 'closed loop: connections' },
     ...LOAD_OPTIONS.map((o) => (o.name === 'pin' ? { ...o, default: false } : o)),
   ],
