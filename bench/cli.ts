@@ -50,11 +50,28 @@ function usage(scenarios: readonly Scenario[]): string {
     '       npm run bench -- report RESULT.json [--html FILE] [--svg-dir DIR]',
     '',
     'scenarios:',
-    ...scenarios.map((s) => `  ${s.name.padEnd(w)}${s.summary}`),
+    ...scenarios.flatMap((s) => [`  ${s.name.padEnd(w)}${s.summary}`, ...wrapOptions(s.options.map((o) => `--${o.name}`), ' '.repeat(w + 2))]),
     '',
-    'npm run bench -- <scenario> --help lists its options. Every run prints its table, the path of',
+    `common options: ${scenarios[0] === undefined ? '' : commonOptions(scenarios[0]).map((o) => `--${o.name}`).join(' ')}`,
+    '',
+    'npm run bench -- <scenario> --help explains its options. Every run prints its table, the path of',
     'its results file (JSON: environment, options, every figure) and, last, one JSON line.',
   ].join('\n');
+}
+
+/** Option names in lines of at most 100 characters, under a scenario's summary. */
+function wrapOptions(names: readonly string[], indent: string): string[] {
+  const lines: string[] = [];
+  let line = `${indent}options:`;
+  for (const n of names) {
+    if (line.length + n.length + 1 > 100) {
+      lines.push(line);
+      line = `${indent}        `;
+    }
+    line += ` ${n}`;
+  }
+  if (names.length > 0) lines.push(line);
+  return lines;
 }
 
 function scenarioHelp(s: Scenario): string {
