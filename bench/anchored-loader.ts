@@ -12,6 +12,7 @@ import { formBatch } from '../src/domain/pipeline/batch-formation.js';
 import { newIngestId } from '../src/domain/records/ids.js';
 import { HASH_SCHEME, type AcceptedRecord, type RecordEnvelope } from '../src/domain/records/types.js';
 import { randomHex } from '../src/util/random.js';
+import { payload1k } from './lib/payload.js';
 
 /**
  * Fills an embedded data directory with anchored records without the HTTP front and the queue,
@@ -35,6 +36,8 @@ export interface LoadOptions {
   /** recordId of the i-th record (0-based). */
   readonly recordId: (i: number) => string;
   readonly progress?: (line: string) => void;
+  /** Batches done so far of each stage (formed and stored, then anchored), for an ETA. */
+  readonly step?: (stage: 'form' | 'anchor', done: number, total: number) => void;
 }
 
 export interface LoadResult {
@@ -51,19 +54,13 @@ const BATCH_RECORDS = 1000;
 /** Batches written concurrently, as the accumulator does with the full batches in its buffer. */
 const WRITES_IN_FLIGHT = 4;
 
-/** A record of about 1 KiB, as bench:ingest and bench:pipeline send. */
-export function benchPayload(i: number): Record<string, unknown> {
-  const lines = Array.from({ length: 8 }, (_, k) => ({ sku: `SKU-${i}-${k}`, qty: k + 1, price: 12.5 + k, note: 'standard delivery' }));
-  return { invoice: `INV-${i}`, customer: { id: `C-${i % 997}`, name: 'Example Customer Ltd', country: 'DE' }, currency: 'EUR', total: 1234.56, lines, memo: 'x'.repeat(200) };
-}
-
 /** Records first..first+count-1, accepted as IngestService accepts them (salt, ids, hashes). */
 function acceptRecords(o: LoadOptions, hashing: HashingBackend, first: number, count: number, acceptedAtMs: number): AcceptedRecord[] {
   const acceptedAt = new Date(acceptedAtMs).toISOString();
   const canonical: string[] = [];
   const envelopes: RecordEnvelope[] = [];
   for (let i = first; i < first + count; i++) {
-    const text = hashing.canonicalize(benchPayload(i));
+    const text = hashing.canonicalize(payload1k(i));
     canonical.push(text);
     envelopes.push({
       hashScheme: HASH_SCHEME,
@@ -139,6 +136,7 @@ export async function loadAnchoredRecords(o: LoadOptions): Promise<LoadResult> {
       writes.add(w);
       if (writes.size >= WRITES_IN_FLIGHT) await Promise.race(writes);
       if ((b + 1) % 100 === 0) say(`formed ${b + 1}/${batches} batches (${Math.round((Date.now() - started) / 1000)} s)`);
+      o.step?.('form', b + 1, batches);
     }
     await Promise.all(writes);
     if (failure !== null) throw failure;
@@ -150,6 +148,7 @@ export async function loadAnchoredRecords(o: LoadOptions): Promise<LoadResult> {
       const rows = await index.runner.query<{ status: string; n: number | string }>(`SELECT status, count() AS n FROM ${db}.batches FINAL GROUP BY status`);
       const count = (s: string): number => Number(rows.find((r) => r.status === s)?.n ?? 0);
       if (count('Failed') > 0) throw new Error(`${count('Failed')} batches failed to anchor; see the anchorer's log`);
+      o.step?.('anchor', count('Anchored'), batches);
       if (count('Anchored') >= batches && count('Pending') === 0) break;
       if (Date.now() - lastReport >= 10_000) {
         lastReport = Date.now();

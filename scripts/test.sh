@@ -5,11 +5,14 @@
 #
 #   scripts/test.sh                      all suites
 #   scripts/test.sh unit conformance     only those folders of test/
+#
+# The bench suite (test/bench) is the benchmarks' own tests (statistics, comparison, report, refusals);
+# the benchmarks themselves never run here.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(unit conformance integration faults)
+[ ${#suites[@]} -gt 0 ] || suites=(unit conformance bench integration faults)
 
 fail_setup() {
   printf '%s\n' "setup failed: $*" >&2
@@ -25,6 +28,9 @@ for s in "${suites[@]}"; do
     ensure_nats >/dev/null || fail_setup "nats-server"
     ensure_redis >/dev/null || fail_setup "redis-server"
     ensure_kubo >/dev/null || fail_setup "kubo"
+  fi
+  if [ "$s" = bench ]; then
+    ensure_chromium >/dev/null || fail_setup "chromium"
   fi
 done
 

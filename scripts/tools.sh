@@ -142,9 +142,34 @@ ensure_kubo() {
   printf '%s\n' "$bin"
 }
 
+# Debian's chromium, for the bench report test (driven by playwright-core, which must never download
+# a browser of its own).
+ensure_chromium() {
+  local bin="${DRIS_CHROMIUM:-/usr/bin/chromium}"
+  if [ -x "$bin" ]; then
+    printf '%s\n' "$bin"
+    return 0
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    _tools_die "chromium not found at $bin and apt-get is unavailable; install Chromium and set DRIS_CHROMIUM to its path"
+    return 1
+  fi
+  _tools_log "installing chromium with apt-get (for the bench report test)"
+  local rc=0
+  _tools_as_root apt-get update >&2 || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    _tools_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >&2 || rc=$?
+  fi
+  if [ "$rc" -ne 0 ] || [ ! -x "$bin" ]; then
+    _tools_die "apt-get install chromium failed (exit $rc)"
+    return 1
+  fi
+  printf '%s\n' "$bin"
+}
+
 _tools_main() {
   if [ "$#" -eq 0 ]; then
-    printf 'usage: %s nats|redis|kubo ...\n' "$0" >&2
+    printf 'usage: %s nats|redis|kubo|chromium ...\n' "$0" >&2
     return 2
   fi
   local tool
@@ -153,7 +178,8 @@ _tools_main() {
       nats) ensure_nats ;;
       redis) ensure_redis ;;
       kubo) ensure_kubo ;;
-      *) _tools_die "unknown tool '$tool' (known: nats, redis, kubo)"; return 2 ;;
+      chromium) ensure_chromium ;;
+      *) _tools_die "unknown tool '$tool' (known: nats, redis, kubo, chromium)"; return 2 ;;
     esac
   done
 }

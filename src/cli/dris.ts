@@ -27,6 +27,7 @@ const USAGE = `usage:
                                   deploy the anchor contract on EVM_RPC_URL (dris chain --help)
   dris verify <receipt.json> --rpc URL [--payload FILE] [--ipfs-gateway URL] [--json] [--timeout-ms N]
                                   check a receipt without the service (dris verify --help)
+  dris bench <scenario> [options] run a benchmark scenario, as npm run bench does (dris bench --help)
 options of keys commands:
   --url URL            administration listener's base URL (default DRIS_ADMIN_URL, else
                        http://DRIS_ADMIN_HOST:DRIS_ADMIN_PORT, 127.0.0.1:8081)
@@ -211,6 +212,13 @@ async function mainCli(argv: string[]): Promise<void> {
       const { verifyCommand } = await import('./verify-command.js');
       process.exitCode = await verifyCommand(rest);
       return;
+    }
+    case 'bench': {
+      // The bench suite ships beside the service in the same build (dist/bench).
+      // Exits at once: a run's children and engine sessions are closed, but nothing left over may keep it up.
+      const { benchMain } = await import('../../bench/cli.js');
+      process.exit(await benchMain(rest));
+      break;
     }
     case 'help':
     case '--help':

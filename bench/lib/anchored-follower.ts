@@ -1,0 +1,156 @@
+import { request, type ServiceHandle } from '../../test/harness/service.js';
+import { newHistogram, recordUs, summarize, encodeHistogram, type Histogram } from './histogram.js';
+import type { SeriesPoint } from './load/generator.js';
+import type { LatencySet } from './results.js';
+
+/**
+ * Follows records from acceptance to Anchored through the snapshot listing, as a client would:
+ * each poll reads the Anchored snapshots past a cursor (every tenth poll the whole listing, in
+ * case one was anchored out of order) and every record of a snapshot seen for the first time is
+ * Anchored at that poll's start. A record's latency runs from its request's intended send time
+ * (so a held-back request is charged) to that poll; the poll interval bounds the resolution.
+ *
+ * Record ids are `<prefix><worker>-<seq>-<k>`: the request (worker, seq) is what the load
+ * generator reports with its intended send time.
+ */
+
+const PAGE = 20;
+
+interface SnapshotItem {
+  snapshotId: string;
+  recordIds: string[];
+}
+
+export interface FollowResult {
+  readonly anchored: number;
+  readonly lastAnchoredEpochMs: number;
+  readonly latency: LatencySet;
+  readonly histogram: Histogram;
+}
+
+export class AnchoredFollower {
+  readonly #requests = new Map<string, number>();
+  /** Records seen Anchored before their request's send time was known: [request, seenAt]. */
+  #unmatched: [string, number][] = [];
+  readonly #seen = new Set<string>();
+  readonly #hist = newHistogram();
+  readonly #seconds = new Map<number, Histogram>();
+  #anchored = 0;
+  #last = 0;
+  #expected: number | null = null;
+  #stopped = false;
+
+  constructor(
+    private readonly svc: ServiceHandle,
+    private readonly key: string,
+    private readonly o: { readonly prefix: string; readonly pollMs: number },
+  ) {}
+
+  #from = 0;
+  #to = 0;
+
+  /** The measured window (epoch ms): records whose request was due in it count in the latency. */
+  window(fromEpochMs: number, toEpochMs: number): void {
+    this.#from = fromEpochMs;
+    this.#to = toEpochMs;
+  }
+
+  /** A request the service accepted, with the epoch ms at which it was due. */
+  addRequest(worker: number, seq: number, intendedEpochMs: number): void {
+    this.#requests.set(`${worker}-${seq}`, intendedEpochMs);
+  }
+
+  /** All records that will be anchored (known once the load and its top-up are over). */
+  expect(records: number): void {
+    this.#expected = records;
+  }
+
+  stop(): void {
+    this.#stopped = true;
+  }
+
+  get anchored(): number {
+    return this.#anchored;
+  }
+
+  #record(req: string, seenAt: number): boolean {
+    const intended = this.#requests.get(req);
+    if (intended === undefined) return false;
+    if (intended >= this.#from && intended < this.#to) {
+      const us = (seenAt - intended) * 1000;
+      recordUs(this.#hist, us);
+      const sec = Math.floor((seenAt - this.#from) / 1000);
+      let h = this.#seconds.get(sec);
+      if (h === undefined) {
+        h = newHistogram();
+        this.#seconds.set(sec, h);
+      }
+      recordUs(h, us);
+    }
+    return true;
+  }
+
+  #take(item: SnapshotItem, seenAt: number): void {
+    if (this.#seen.has(item.snapshotId)) return;
+    this.#seen.add(item.snapshotId);
+    for (const id of item.recordIds) {
+      if (!id.startsWith(this.o.prefix)) continue;
+      this.#anchored++;
+      this.#last = seenAt;
+      const parts = id.slice(this.o.prefix.length).split('-');
+      const req = `${parts[0]}-${parts[1]}`;
+      if (parts.length === 3 && !this.#record(req, seenAt)) this.#unmatched.push([req, seenAt]);
+    }
+  }
+
+  async #poll(after: string | null, full: boolean): Promise<string | null> {
+    const pollStart = Date.now();
+    let cursor: string | null = full ? null : after;
+    let keep = after;
+    for (;;) {
+      const q = `status=Anchored&limit=${PAGE}${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`;
+      const r = await request<{ items: SnapshotItem[]; nextCursor: string | null }>(this.svc, 'GET', `/api/v1/snapshots?${q}`, { key: this.key });
+      if (r.status !== 200) throw new Error(`snapshot listing answered ${r.status}`);
+      for (const s of r.body.items) this.#take(s, pollStart);
+      if (r.body.nextCursor === null) {
+        // The cursor is opaque: keep the one that led to the last page read.
+        if (r.body.items.length > 0 && !full) keep = cursor;
+        return keep;
+      }
+      cursor = r.body.nextCursor;
+      keep = cursor;
+    }
+  }
+
+  /**
+   * Polls until every expected record is Anchored; once expect() was called, gives up past
+   * `settleMs` with an error naming how many were anchored.
+   */
+  async run(settleMs: number, onPoll?: (anchored: number, expected: number | null) => void): Promise<FollowResult> {
+    let after: string | null = null;
+    let deadline = Number.POSITIVE_INFINITY;
+    for (let poll = 1; !this.#stopped; poll++) {
+      if (this.#expected !== null && deadline === Number.POSITIVE_INFINITY) deadline = Date.now() + settleMs;
+      if (this.#expected !== null && this.#anchored >= this.#expected) break;
+      if (Date.now() > deadline) throw new Error(`only ${this.#anchored} of ${this.#expected ?? '?'} records anchored within ${Math.round(settleMs / 1000)} s of the load's end`);
+      const started = Date.now();
+      after = await this.#poll(after, poll % 10 === 0);
+      this.#unmatched = this.#unmatched.filter(([req, at]) => !this.#record(req, at));
+      onPoll?.(this.#anchored, this.#expected);
+      await new Promise((r) => setTimeout(r, Math.max(0, this.o.pollMs - (Date.now() - started))));
+    }
+    const last = Math.max(-1, ...this.#seconds.keys());
+    const series: SeriesPoint[] = [];
+    for (let s = 0; s <= last; s++) {
+      const h = this.#seconds.get(s);
+      const sum = h === undefined ? null : summarize(h);
+      series.push({ second: s, ok: sum?.count ?? 0, errors: 0, p50: sum?.p50 ?? 0, p99: sum?.p99 ?? 0, max: sum?.max ?? 0 });
+    }
+    return {
+      anchored: this.#anchored,
+      lastAnchoredEpochMs: this.#last,
+      histogram: this.#hist,
+      latency: { label: '202 -> Anchored (from intended send)', summary: summarize(this.#hist), histogram: encodeHistogram(this.#hist), series },
+    };
+  }
+}

@@ -1,0 +1,66 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Wallet } from 'ethers';
+import { AnvilNode, ANVIL_DEV_PRIVATE_KEYS } from '../../../src/adapters/chain/anvil-node.js';
+import { componentLogger } from '../../../src/util/logger.js';
+
+/**
+ * The anchoring floor: the transactions per second a fresh anvil (the embedded chain's binary,
+ * mining each transaction as it arrives) accepts and mines, measured with plain value transfers
+ * signed beforehand and sent raw, 16 in flight. One anchor transaction carries one batch, so the
+ * chain alone cannot anchor more than this rate times the batch size.
+ */
+
+export interface AnvilFloor {
+  readonly txPerSec: number;
+  readonly transactions: number;
+}
+
+async function rpc<T>(url: string, method: string, params: unknown[]): Promise<T> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }), signal: AbortSignal.timeout(30_000) });
+  const body = (await res.json()) as { result?: T; error?: { message?: string } };
+  if (body.error !== undefined) throw new Error(`${method}: ${body.error.message ?? 'error'}`);
+  return body.result as T;
+}
+
+export async function anvilFloor(seconds: number): Promise<AnvilFloor> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'dris-floor-anvil-'));
+  const node = new AnvilNode({ stateDir: dir, logger: componentLogger('bench-anvil-floor') });
+  try {
+    await node.start();
+    const wallet = new Wallet(ANVIL_DEV_PRIVATE_KEYS[1]);
+    // Signed beforehand (about 2 ms each), so signing is not part of the measurement; the run ends
+    // at `seconds` or when they are all mined, whichever comes first, over hundreds of transactions.
+    const count = Math.min(3000, Math.max(300, Math.ceil(seconds * 300)));
+    const signed: string[] = [];
+    for (let nonce = 0; nonce < count; nonce++) {
+      signed.push(
+        await wallet.signTransaction({ type: 2, chainId: node.chainId, nonce, to: '0x000000000000000000000000000000000000dEaD', value: 1n, gasLimit: 21_000n, maxFeePerGas: 100_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n }),
+      );
+    }
+    let next = 0;
+    const start = performance.now();
+    const end = start + seconds * 1000;
+    const lane = async (): Promise<void> => {
+      while (next < signed.length && performance.now() < end) {
+        const tx = signed[next++] as string;
+        await rpc(node.rpcUrl, 'eth_sendRawTransaction', [tx]);
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, lane));
+    // Mined means counted in the sender's nonce at the latest block.
+    const deadline = Date.now() + 30_000;
+    let mined = 0;
+    while (Date.now() < deadline) {
+      mined = Number(BigInt(await rpc<string>(node.rpcUrl, 'eth_getTransactionCount', [wallet.address, 'latest'])));
+      if (mined >= next) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const elapsed = (performance.now() - start) / 1000;
+    return { txPerSec: Math.round((10 * mined) / elapsed) / 10, transactions: mined };
+  } finally {
+    await node.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}

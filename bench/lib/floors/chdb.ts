@@ -1,0 +1,66 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { drainPending, Session } from 'chdb';
+
+/**
+ * The index floor: the embedded engine (chDB, the library the embedded index runs on) without
+ * dris around it, in a scratch directory. Inserts: rows of about 1 KiB (a record's identity, hash
+ * and payload) into a MergeTree keyed by tenant and record id, 1000 rows per insert as the indexer
+ * does, one insert at a time. Look-ups: one row by its key, 8 at a time, as verification reads.
+ */
+
+export interface ChdbFloor {
+  readonly insertRowsPerSec: number;
+  readonly rowBytes: number;
+  /** Point look-ups per second (null when not measured). */
+  readonly lookupsPerSec: number | null;
+}
+
+const TABLE = 'default.floor_records';
+const INSERT_ROWS = 1000;
+
+function rows(from: number, payload: string): Buffer {
+  let body = '';
+  for (let i = from; i < from + INSERT_ROWS; i++) {
+    body += `${JSON.stringify({ tenant: 'bench', id: `r-${i}`, hash: 'ab'.repeat(32), payload })}\n`;
+  }
+  return Buffer.from(body, 'utf8');
+}
+
+async function timed(seconds: number, step: () => Promise<number>): Promise<number> {
+  let done = 0;
+  const start = performance.now();
+  while (performance.now() - start < seconds * 1000) done += await step();
+  return (done / (performance.now() - start)) * 1000;
+}
+
+export async function chdbFloor(seconds: number, options: { lookups: boolean; payload: string }): Promise<ChdbFloor> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'dris-floor-chdb-'));
+  const session = new Session(dir);
+  try {
+    await session.queryAsync(`CREATE TABLE ${TABLE} (tenant String, id String, hash String, payload String) ENGINE = MergeTree ORDER BY (tenant, id)`, { timeout: 60_000 });
+    let next = 0;
+    const sample = rows(0, options.payload);
+    const insertRowsPerSec = await timed(options.lookups ? seconds / 2 : seconds, async () => {
+      await session.insert({ table: TABLE, values: rows(next, options.payload), format: 'JSONEachRow' });
+      next += INSERT_ROWS;
+      return INSERT_ROWS;
+    });
+    let lookupsPerSec: number | null = null;
+    if (options.lookups) {
+      const inserted = next;
+      const lane = async (): Promise<number> => {
+        const id = `r-${Math.floor(Math.random() * inserted)}`;
+        await session.queryBindAsync(`SELECT hash FROM ${TABLE} WHERE tenant = {t:String} AND id = {id:String}`, { t: 'bench', id }, { format: 'JSONEachRow', timeout: 60_000 });
+        return 1;
+      };
+      lookupsPerSec = await timed(seconds / 2, async () => (await Promise.all(Array.from({ length: 8 }, lane))).length);
+    }
+    return { insertRowsPerSec: Math.round(insertRowsPerSec), rowBytes: Math.round(sample.length / INSERT_ROWS), lookupsPerSec: lookupsPerSec === null ? null : Math.round(lookupsPerSec) };
+  } finally {
+    session.close();
+    await drainPending();
+    await rm(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,243 @@
+import { tmpdir } from 'node:os';
+import { anchorContract, chainOf } from '../../test/harness/pipeline.js';
+import { request } from '../../test/harness/service.js';
+import { AnchoredFollower } from '../lib/anchored-follower.js';
+import { anvilFloor } from '../lib/floors/anvil.js';
+import { chdbFloor } from '../lib/floors/chdb.js';
+import { fsyncFloor } from '../lib/floors/fsync.js';
+import { generatorWorkers, LOAD_OPTIONS, pinRequested, plannedLoads, sweepRequested } from '../lib/http-phase.js';
+import { describeGenerator, runLoad } from '../lib/load/generator.js';
+import { num, optNum, type OptionValues } from '../lib/options.js';
+import { payload1k } from '../lib/payload.js';
+import { pinProcesses } from '../lib/pinning.js';
+import type { PlannedPhase } from '../lib/progress.js';
+import type { Figure, FloorFigure, Phase, SweepResult } from '../lib/results.js';
+import { withFloors, type Scenario, type ScenarioContext, type ScenarioOutput } from '../lib/scenario.js';
+import { BENCH_TENANT, startBenchService, type BenchService } from '../lib/service.js';
+import { describeKnee, runSweep, type Measured } from '../lib/sweep.js';
+import { fmtNum, table } from '../lib/table.js';
+
+/**
+ * pipeline: the embedded default end to end. An open-loop bulk load at --rate records/s for
+ * --duration seconds; every accepted record is followed through the snapshot listing until it is
+ * Anchored; 202 -> Anchored latency from each request's intended send time. The last batch is
+ * topped up so it closes on its size. Floors: fdatasync, a raw chDB insert, a raw anvil
+ * transaction rate (times the batch size).
+ */
+
+const STARTUP_SEC = 8;
+
+function bulkTemplate(prefix: string, bulk: number): string {
+  const records = Array.from({ length: bulk }, (_, k) => ({ database: 'erp', collection: 'invoices', recordId: `${prefix}{{W}}-{{S}}-${k}`, recordPayload: payload1k(k) }));
+  return JSON.stringify({ tenantId: BENCH_TENANT, records });
+}
+
+interface StepState {
+  /** Records the service accepted over all steps: the next top-up fills the open batch. */
+  acceptedTotal: number;
+}
+
+interface StepResult {
+  readonly phase: Phase;
+  readonly measured: Measured;
+  readonly row: string[];
+  readonly anchoredPerSec: number;
+  readonly txPer1000: number;
+}
+
+async function step(ctx: ScenarioContext, s: BenchService, state: StepState, rate: number, index: number, workers: number, chain: { count: () => Promise<number> }): Promise<StepResult> {
+  const { values, progress } = ctx;
+  const bulk = num(values, 'bulk');
+  const batch = num(values, 'batch-records');
+  const warmupSec = num(values, 'warmup');
+  const durationSec = num(values, 'duration');
+  const prefix = `p${index}-`;
+  const follower = new AnchoredFollower(s.svc, s.key, { prefix, pollMs: num(values, 'poll-ms') });
+  const txBefore = await chain.count();
+  let t0 = 0;
+  let acceptedRequests = 0;
+  const key = sweepRequested(values) ? `pipeline.sweep${index}` : 'pipeline';
+  const title = `pipeline @ ${fmtNum(rate)} records/s`;
+  progress.extend([{ key, seconds: warmupSec + durationSec + 15 }]);
+  return progress.phase(key, title, async (h) => {
+    const following = follower.run(num(values, 'settle-timeout') * 1000, (a, e) => h.note(`${fmtNum(a)}${e === null ? '' : ` of ${fmtNum(e)}`} records Anchored`));
+    following.catch(() => undefined);
+    let load;
+    try {
+      load = await runLoad(
+        {
+          host: '127.0.0.1',
+          port: s.svc.port,
+          source: { kind: 'template', method: 'POST', path: '/api/v1/records/bulk', headers: { 'Content-Type': 'application/json', 'X-API-Key': s.key }, template: bulkTemplate(prefix, bulk) },
+          mode: { kind: 'open', ratePerSec: rate / bulk },
+          warmupSec,
+          durationSec,
+          workers,
+          initialConnections: 8,
+          maxConnections: num(values, 'max-connections'),
+          timeoutMs: num(values, 'timeout'),
+          check: { statuses: [202], bodyIncludes: [`"accepted":${bulk}`] },
+          trackAccepted: true,
+        },
+        {
+          onStart: (t) => {
+            t0 = t;
+            follower.window(t + warmupSec * 1000, t + (warmupSec + durationSec) * 1000);
+          },
+          onAccepted: (batchOf) => {
+            for (const [w, seq, intended] of batchOf) follower.addRequest(w, seq, t0 + intended);
+            acceptedRequests += batchOf.length;
+          },
+        },
+      );
+    } catch (err) {
+      follower.stop();
+      throw err;
+    }
+    // Fill the open batch so it closes on its size rather than on the max-wait timer.
+    const accepted = acceptedRequests * bulk;
+    state.acceptedTotal += accepted;
+    const remainder = (batch - (state.acceptedTotal % batch)) % batch;
+    if (remainder > 0) {
+      const records = Array.from({ length: remainder }, (_, k) => ({ database: 'erp', collection: 'invoices', recordId: `${prefix}top-${k}`, recordPayload: payload1k(k) }));
+      const r = await request(s.svc, 'POST', '/api/v1/records/bulk', { key: s.key, body: { tenantId: BENCH_TENANT, records } });
+      if (r.status !== 202) throw new Error(`the top-up bulk request answered ${r.status}`);
+      state.acceptedTotal += remainder;
+    }
+    follower.expect(accepted + remainder);
+    h.remaining(null);
+    const f = await following;
+    const transactions = (await chain.count()) - txBefore;
+    const anchoredPerSec = Math.round(f.anchored / Math.max(0.001, (f.lastAnchoredEpochMs - t0) / 1000));
+    const txPer1000 = Math.round((transactions / Math.max(1, f.anchored / 1000)) * 1000) / 1000;
+    const e2e = f.latency.summary;
+    progress.line(`  ${title}: ${fmtNum(load.okPerSec * bulk)} records/s accepted, ${fmtNum(anchoredPerSec)} records/s anchored, 202 -> Anchored p50 ${fmtNum(e2e.p50)} ms, p99 ${fmtNum(e2e.p99)} ms, ${load.failed} failed`);
+    progress.line(`  ${describeGenerator(load)}`);
+    const data = { offeredRecordsPerSec: rate, acceptedRecords: accepted, topUpRecords: remainder, anchoredRecords: f.anchored, anchoredRecordsPerSec: anchoredPerSec, transactions, txPerThousandRecords: txPer1000 };
+    return {
+      phase: { key, title, load, latencies: [f.latency], data },
+      measured: { offered: rate, achieved: load.okPerSec * bulk, p50: e2e.p50, p99: e2e.p99, failed: load.failed, requests: load.ok + load.failed },
+      row: [fmtNum(rate), fmtNum(load.okPerSec * bulk), fmtNum(anchoredPerSec), ...[e2e.p50, e2e.p90, e2e.p99, e2e.max, load.latency.p99].map(fmtNum), String(txPer1000), String(load.failed)],
+      anchoredPerSec,
+      txPer1000,
+    };
+  });
+}
+
+async function floorsOf(ctx: ScenarioContext): Promise<FloorFigure[]> {
+  const { values, progress } = ctx;
+  const secs = num(values, 'floor-seconds');
+  const batch = num(values, 'batch-records');
+  const fsync = await progress.phase('floor.fsync', 'floor: fdatasync append loop', () => fsyncFloor(tmpdir(), secs));
+  const chdb = await progress.phase('floor.chdb', 'floor: raw chDB insert', () => chdbFloor(secs, { lookups: false, payload: JSON.stringify(payload1k(1)) }));
+  const anvil = await progress.phase('floor.anvil', 'floor: raw anvil transactions', () => anvilFloor(secs));
+  return [
+    { key: 'fsync', label: 'fdatasync bandwidth (1 MiB appends)', value: Math.round((fsync.mbPerSec * 1e6) / chdb.rowBytes), unit: 'records/s', source: `${fsync.mbPerSec} MB/s durable, ${chdb.rowBytes} B per record` },
+    { key: 'chdb', label: 'raw chDB insert', value: chdb.insertRowsPerSec, unit: 'records/s', source: `1000-row JSONEachRow inserts of ${chdb.rowBytes} B rows into a MergeTree, one at a time` },
+    { key: 'anvil', label: `raw anvil transactions x ${batch} records`, value: Math.round(anvil.txPerSec * batch), unit: 'records/s', source: `${anvil.txPerSec} tx/s (signed transfers, 16 in flight, ${anvil.transactions} mined), one batch per transaction` },
+  ];
+}
+
+async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
+  const { values, progress } = ctx;
+  const floors = await floorsOf(ctx);
+  const pinning = pinProcesses(pinRequested(values));
+  ctx.environment.pinning = pinning;
+  const workers = generatorWorkers(values, 1);
+  const batch = num(values, 'batch-records');
+  const serviceEnv = { DRIS_BATCH_MAX_RECORDS: String(batch), DRIS_BATCH_MAX_WAIT_MS: String(num(values, 'max-wait-ms')) };
+  const s = await progress.phase('start', 'starting the service (embedded default)', () => startBenchService(ctx, { env: serviceEnv, pinCpu: pinning?.server ?? null }));
+  const phases: Phase[] = [];
+  const sweeps: SweepResult[] = [];
+  const headline: Figure[] = [];
+  const rows: string[][] = [];
+  try {
+    const chainInfo = await chainOf(s.svc);
+    const reader = await anchorContract(chainInfo.rpcUrl, chainInfo.contractAddress);
+    const chain = { count: async () => new Set((await reader.anchoredEvents()).map((e) => e.txHash)).size };
+    const state: StepState = { acceptedTotal: 0 };
+    let last: StepResult | null = null;
+    try {
+      const measure = async (rate: number, i: number): Promise<Measured> => {
+        last = await step(ctx, s, state, rate, i, workers, chain);
+        phases.push(last.phase);
+        rows.push(last.row);
+        return last.measured;
+      };
+      if (sweepRequested(values)) {
+        const listed = values['sweep'];
+        const boundMs = num(values, 'p99-bound');
+        const r = await runSweep(
+          { ...(Array.isArray(listed) ? { rates: listed as number[] } : {}), from: optNum(values, 'sweep-from') ?? 500, factor: num(values, 'sweep-factor'), maxSteps: num(values, 'sweep-steps'), refine: num(values, 'sweep-refine'), boundMs },
+          measure,
+        );
+        sweeps.push({ key: 'pipeline', title: 'pipeline (embedded default)', unit: 'records/s', boundMs, latencyLabel: '202 -> Anchored p99', ...r });
+        progress.line(`knee: ${describeKnee(r, 'records/s')} (202 -> Anchored p99 <= ${boundMs} ms)`);
+        headline.push(withFloors({ key: 'pipeline.knee', label: `knee: records/s with 202 -> Anchored p99 <= ${boundMs} ms`, value: r.knee ?? 0, unit: 'records/s', better: 'higher' }, floors));
+      } else {
+        await measure(num(values, 'rate'), 0);
+        const l = last as StepResult | null;
+        if (l !== null) {
+          const e2e = l.phase.latencies?.[0]?.summary;
+          headline.push(withFloors({ key: 'anchoredRecordsPerSec', label: 'anchored records/s (first send to last Anchored)', value: l.anchoredPerSec, unit: 'records/s', better: 'higher' }, floors));
+          headline.push({ key: 'ingestToAnchoredP99Ms', label: '202 -> Anchored p99', value: e2e?.p99 ?? 0, unit: 'ms', better: 'lower' });
+          headline.push({ key: 'ingestToAnchoredP50Ms', label: '202 -> Anchored p50', value: e2e?.p50 ?? 0, unit: 'ms', better: 'lower' });
+          headline.push({ key: 'txPerThousandRecords', label: 'anchor transactions per 1000 records', value: l.txPer1000, unit: 'tx', better: 'lower' });
+        }
+      }
+    } finally {
+      reader.close();
+    }
+  } finally {
+    await s.svc.dispose();
+  }
+  const header = ['offered rec/s', 'accepted rec/s', 'anchored rec/s', 'e2e p50 ms', 'e2e p90 ms', 'e2e p99 ms', 'e2e max ms', 'bulk req p99 ms', 'tx/1000 rec', 'failed'];
+  return {
+    headline,
+    floors,
+    phases,
+    sweeps,
+    config: { ...serviceEnv, bulkRecordsPerRequest: num(values, 'bulk'), pollMs: num(values, 'poll-ms'), workers },
+    notes: [`202 -> Anchored is counted from each request's intended send time to the first snapshot poll (every ${num(values, 'poll-ms')} ms) that showed it Anchored; records of the warm-up are anchored and waited for but not counted`],
+    warmupSeconds: num(values, 'warmup'),
+    tables: [table(header, rows)],
+  };
+}
+
+function plan(values: OptionValues): PlannedPhase[] {
+  const secs = num(values, 'floor-seconds');
+  return [
+    { key: 'floor.fsync', seconds: secs },
+    { key: 'floor.chdb', seconds: secs + 2 },
+    { key: 'floor.anvil', seconds: secs + 4 },
+    { key: 'start', seconds: STARTUP_SEC },
+    ...plannedLoads('pipeline', values, num(values, 'warmup') + num(values, 'duration') + 15),
+  ];
+}
+
+export const scenario: Scenario = {
+  name: 'pipeline',
+  order: 20,
+  summary: 'bulk ingest to Anchored on the embedded default (202 -> Anchored latency), beside fdatasync, chDB and anvil',
+  description: [
+    'The embedded default end to end: an open-loop bulk load at --rate records/s for --duration seconds,',
+    'every accepted record followed through GET /api/v1/snapshots until Anchored. Reports 202 -> Anchored',
+    'latency from each intended send time, anchored records/s, and anchor transactions per 1000 records',
+    'counted from the chain. --sweep runs rates in turn and prints the knee: the highest rate whose',
+    '202 -> Anchored p99 stays under --p99-bound. Floors in the same run: fdatasync bandwidth, a raw chDB',
+    'insert, and a raw anvil transaction rate times the batch size.',
+  ].join('\n'),
+  options: [
+    ...LOAD_OPTIONS.filter((o) => o.name !== 'rate' && o.name !== 'pin'),
+    { name: 'rate', kind: 'number', default: 2000, unit: 'records/s', help: 'offered rate (open loop) without --sweep' },
+    { name: 'bulk', kind: 'integer', default: 250, max: 1000, unit: 'records', help: 'records per bulk request' },
+    { name: 'batch-records', kind: 'integer', default: 1000, max: 1000, help: 'DRIS_BATCH_MAX_RECORDS of the service' },
+    { name: 'max-wait-ms', kind: 'integer', default: 60_000, unit: 'ms', help: 'DRIS_BATCH_MAX_WAIT_MS of the service' },
+    { name: 'poll-ms', kind: 'number', default: 200, unit: 'ms', help: 'interval of the snapshot listing polls (the resolution of 202 -> Anchored)' },
+    { name: 'settle-timeout', kind: 'number', default: 300, unit: 's', help: 'after the load, how long every record has to be Anchored' },
+    { name: 'pin', kind: 'boolean', default: false, help: 'service on CPU 0, generator on the others (taskset)' },
+  ],
+  defaults: { duration: 60, warmup: 5, p99BoundMs: 15_000 },
+  plan,
+  run,
+};
