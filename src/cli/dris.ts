@@ -35,9 +35,19 @@ function fail(message: string, code = 2): never {
   process.exit(code);
 }
 
+/** Exit status after a fatal storage fault (EX_IOERR): a supervisor restarts, and the start recovers from disk. */
+const EXIT_STORAGE_FAILED = 74;
+/** After a fatal storage fault: in-flight requests get their answers (503) for this long, then the service closes. */
+const FATAL_GRACE_MS = 1000;
+/** ...and the process exits after this long at most, whatever closing still waits for. */
+const FATAL_EXIT_MS = 10_000;
+
 async function serve(): Promise<void> {
   const cfg = loadConfig();
   setLogLevel(cfg.logLevel as Parameters<typeof setLogLevel>[0]);
+  // Every file dris creates under the data directory (queue segments hold full payloads) is the
+  // service user's alone: 0600 files, 0700 directories, also for the engines it embeds.
+  process.umask(0o077);
   const { startService } = await import('../main.js');
   const running = await startService(cfg);
   let stopping = false;
@@ -50,8 +60,21 @@ async function serve(): Promise<void> {
       () => process.exit(1),
     );
   };
+  const fail = (err: DrisError): void => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`dris: ${err.code}: ${err.message}\nstopping; a restart recovers from what is on disk\n`);
+    setTimeout(() => process.exit(EXIT_STORAGE_FAILED), FATAL_EXIT_MS);
+    setTimeout(() => {
+      running.close().then(
+        () => process.exit(EXIT_STORAGE_FAILED),
+        () => process.exit(EXIT_STORAGE_FAILED),
+      );
+    }, FATAL_GRACE_MS);
+  };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  void running.failed.then(fail);
 }
 
 async function migrate(): Promise<void> {
