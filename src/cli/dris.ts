@@ -24,6 +24,8 @@ const USAGE = `usage:
   dris keys rotate <keyId> [--grace-seconds N]
   dris chain deploy [--anchorer ADDRESS]
                                   deploy the anchor contract on EVM_RPC_URL (dris chain --help)
+  dris queue check|repair [--data-dir DIR] [--json]
+                                  inspect or repair the durable logs of the data directory (dris queue --help)
   dris verify <receipt.json> --rpc URL [--payload FILE] [--ipfs-gateway URL] [--json] [--timeout-ms N]
                                   check a receipt without the service (dris verify --help)
 options of keys commands:
@@ -215,6 +217,11 @@ async function mainCli(argv: string[]): Promise<void> {
     case 'chain': {
       const { chainCommand } = await import('./chain-command.js');
       process.exitCode = await chainCommand(rest);
+      return;
+    }
+    case 'queue': {
+      const { queueCommand } = await import('./queue-command.js');
+      process.exitCode = await queueCommand(rest);
       return;
     }
     case 'verify': {

@@ -265,7 +265,8 @@ export class SegmentLog {
     if (this.fd >= 0) {
       const old = this.fd;
       this.fd = -1;
-      await this.fs.close(old);
+      // Its data was flushed: a failing close tells nothing about it.
+      await this.fs.close(old).catch((err: unknown) => this.logger.warn({ err }, 'closing a full segment failed'));
     }
     const firstSeq = this.nextSeq;
     const file = path.join(this.dir, segmentName(firstSeq));
