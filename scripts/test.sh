@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's test command (after `npm ci`): ensures the servers the tests need, builds, lints,
-# then runs the unit, conformance and integration suites against real engines. Prints a closing
+# then runs the unit, conformance, integration and faults suites against real engines. Prints a closing
 # line `N passed, N failed`.
 #
 #   scripts/test.sh                      all suites
@@ -9,7 +9,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(unit conformance integration)
+[ ${#suites[@]} -gt 0 ] || suites=(unit conformance integration faults)
 
 fail_setup() {
   printf '%s\n' "setup failed: $*" >&2
@@ -21,6 +21,9 @@ fail_setup() {
 source scripts/tools.sh || fail_setup "tools.sh"
 set +e
 for s in "${suites[@]}"; do
+  if [ "$s" = faults ]; then
+    ensure_strace >/dev/null || fail_setup "strace"
+  fi
   if [ "$s" = integration ]; then
     ensure_nats >/dev/null || fail_setup "nats-server"
     ensure_redis >/dev/null || fail_setup "redis-server"

@@ -67,7 +67,11 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   const logs: string[] = [];
   const port = await new Promise<number>((resolve, reject) => {
     let buf = '';
-    const timer = setTimeout(() => reject(new Error(`service did not start within 60 s:\n${logs.join('\n')}`)), 60_000);
+    const timer = setTimeout(() => {
+      // Not left running behind the failed start.
+      child.kill('SIGKILL');
+      reject(new Error(`service did not start within 60 s:\n${logs.join('\n')}`));
+    }, 60_000);
     const onLine = (line: string): void => {
       logs.push(line);
       if (logs.length > 5000) logs.shift();
