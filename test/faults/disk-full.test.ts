@@ -76,7 +76,8 @@ t.test('a full disk: refused honestly, resumed by itself, nothing answered 202 l
   const disk = mountTmpfs(SIZE_MIB);
   let svc: ServiceHandle | null = null;
   t.teardown(async () => {
-    await svc?.kill('SIGKILL');
+    // SIGTERM: the service stops its anvil too.
+    await svc?.stop();
     disk.unmount();
   });
   const dataDir = path.join(disk.dir, 'data');

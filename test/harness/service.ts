@@ -26,6 +26,8 @@ export interface ServiceOptions {
   readonly dataDir?: string;
   /** Pin the service to these CPUs with taskset (benchmarks). */
   readonly pinCpu?: string | undefined;
+  /** A command the service runs under (e.g. strace with fault injection); its last argument is followed by node. */
+  readonly wrap?: readonly string[];
 }
 
 export interface ServiceHandle {
@@ -36,6 +38,8 @@ export interface ServiceHandle {
   readonly bootstrapKey: string;
   readonly adminToken: string;
   readonly logs: string[];
+  /** Settles when the child (the wrapper, when there is one) exits. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** SIGTERM and wait. */
   stop(): Promise<void>;
   /** Sends a signal (SIGKILL by default) and waits for the exit. */
@@ -60,10 +64,11 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   };
   const childEnv: NodeJS.ProcessEnv = { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env };
   const argv = [process.execPath, cliPath, 'serve'];
-  const cmd = options.pinCpu === undefined ? argv : ['taskset', '-c', options.pinCpu, ...argv];
+  const cmd = [...(options.wrap ?? []), ...(options.pinCpu === undefined ? argv : ['taskset', '-c', options.pinCpu, ...argv])];
   const child = spawn(cmd[0] as string, cmd.slice(1), { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   child.once('exit', () => children.delete(child));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const logs: string[] = [];
   const port = await new Promise<number>((resolve, reject) => {
     let buf = '';
@@ -113,6 +118,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     bootstrapKey: bootstrap.apiKey,
     adminToken,
     logs,
+    exited,
     stop: () => kill('SIGTERM'),
     kill,
     async dispose() {

@@ -8,7 +8,8 @@ import { RETRY_AFTER_FULL_S, storageError } from './storage-faults.js';
  * before a write can fail, and starts again by itself once there is room:
  * - free space below `minFreeBytes` (statfs, refreshed every `refreshMs`) refuses new records;
  * - a write that met ENOSPC refuses them too, until the free space has grown by a margin (the
- *   statfs figure alone can say "room" while the disk, or a quota, does not);
+ *   statfs figure alone can say "room" while the disk, or a quota, does not), or, failing that,
+ *   for `retryFullAfterMs`: then writes are tried again (a failing one costs only its cut-back);
  * - a fatal storage fault refuses them until the process restarts.
  * It is also the `storage` probe of the health report.
  */
@@ -19,6 +20,9 @@ export interface StorageGuardOptions {
   readonly minFreeBytes: number;
   /** How often the free space is read, milliseconds. */
   readonly refreshMs?: number;
+  /** After an ENOSPC with no room coming back, how long until writes are tried again, milliseconds. */
+  readonly retryFullAfterMs?: number;
+  readonly now?: () => number;
   readonly statfs?: (dir: string) => Promise<number>;
 }
 
@@ -43,6 +47,8 @@ export class StorageGuard {
   private fullPending = false;
   /** Free bytes read right after the last ENOSPC; cleared once the free space has grown past it. */
   private fullAt: number | null = null;
+  private fullSinceMs = 0;
+  private readonly now: () => number;
   private fatal: DrisError | null = null;
   private refreshing: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
@@ -50,6 +56,7 @@ export class StorageGuard {
 
   private constructor(private readonly options: StorageGuardOptions) {
     this.statfs = options.statfs ?? freeBytesOf;
+    this.now = options.now ?? Date.now;
   }
 
   static async start(options: StorageGuardOptions): Promise<StorageGuard> {
@@ -75,7 +82,7 @@ export class StorageGuard {
         if (pending) {
           this.fullPending = false;
           this.fullAt = free;
-        } else if (this.fullAt !== null && free >= this.fullAt + this.margin) {
+        } else if (this.fullAt !== null && (free >= this.fullAt + this.margin || this.now() - this.fullSinceMs >= (this.options.retryFullAfterMs ?? 10_000))) {
           this.fullAt = null;
         }
       } catch (err) {
@@ -91,6 +98,7 @@ export class StorageGuard {
   /** A write met ENOSPC (or EDQUOT). */
   noteFull(): void {
     this.fullPending = true;
+    this.fullSinceMs = this.now();
     this.logTransition();
     void this.refresh();
   }

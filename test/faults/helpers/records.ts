@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { request, type ServiceHandle } from '../../harness/service.js';
 
 /**
@@ -151,4 +152,52 @@ export function servicePid(svc: ServiceHandle): number | null {
     if (m?.[1] !== undefined) return Number(m[1]);
   }
   return null;
+}
+
+/** Pids of the processes descending from `root` (children, grandchildren, ...), from /proc. */
+export function descendants(root: number): number[] {
+  const parentOf = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces and parentheses.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parentOf.set(Number(entry), ppid);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  const out: number[] = [];
+  const frontier = [root];
+  while (frontier.length > 0 && out.length < 10_000) {
+    const p = frontier.pop() as number;
+    for (const [pid, ppid] of parentOf) {
+      if (ppid === p) {
+        out.push(pid);
+        frontier.push(pid);
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * SIGKILLs a service and everything it started (its anvil), then waits for the child to exit.
+ * Under a wrapper such as strace, the wrapper exits only once every tracee has; a killed wrapper
+ * would leave them running.
+ */
+export async function killTree(svc: ServiceHandle): Promise<void> {
+  const pid = servicePid(svc);
+  if (pid !== null) {
+    for (const p of [...descendants(pid), pid]) {
+      try {
+        process.kill(p, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
+  }
+  const exited = await Promise.race([svc.exited.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 10_000))]);
+  if (!exited) await svc.kill('SIGKILL');
 }
