@@ -52,6 +52,8 @@ export async function queueCommand(args: readonly string[], io: Io = stdio, env:
     else io.out(describeReports(dataDir, reports));
     return reports.some((r) => r.problems.length > 0) ? 1 : 0;
   }
+  // Quarantined bytes are payloads: the service user's alone, as everything in the data directory.
+  process.umask(0o077);
   // The service must not write while its files are cut.
   const lock = ProcessLock.acquire(path.join(dataDir, 'dris.lock'));
   try {
