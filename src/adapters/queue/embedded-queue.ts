@@ -33,6 +33,9 @@ export interface EmbeddedQueueOptions {
   readonly admit?: () => void;
 }
 
+/** Delay between a consumer's floor moving and its write to disk, milliseconds. */
+const FLOOR_WRITE_DELAY_MS = 250;
+
 interface InFlight {
   readonly records: readonly AcceptedRecord[];
   deliveryCount: number;
@@ -89,13 +92,16 @@ class ConsumerState {
     return advanced;
   }
 
-  /** The floor is written lazily: losing its last moves only causes redelivery, never loss. */
+  /**
+   * The floor is written lazily: losing its last moves only causes redelivery, never loss. Each
+   * write costs two disk flushes (the file, its directory), hence at most a few a second.
+   */
   private schedulePersist(): void {
     if (this.persistTimer !== null) return;
     this.persistTimer = setTimeout(() => {
       this.persistTimer = null;
       void this.persist();
-    }, 50);
+    }, FLOOR_WRITE_DELAY_MS);
     this.persistTimer.unref();
   }
 
