@@ -2,25 +2,20 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import t, { type Test } from 'tap';
-import { eventually, startService, type ServiceHandle } from '../harness/service.js';
-import { awaitReconciled, isErrorBody, killTree, Ledger, type Answer } from './helpers/records.js';
+import type { Test } from 'tap';
+import { eventually, startService, type ServiceHandle } from '../../harness/service.js';
+import { awaitReconciled, isErrorBody, killTree, Ledger, type Answer } from './records.js';
 
 /**
- * The service under `strace -f -e inject=<syscalls>:error=<errno>:when=N`, in the manner of
- * Trillian Tessera's fault tests: each run fails one kind of file-system call of the queue's own
- * files (its segment, its directory, the consumers' position files: `-P` keeps the injection off
- * every other file) while clients ingest. strace counts calls per thread: `when=N` fails the Nth
- * such call of each thread of the libuv pool. Then:
- * - every answer is a 202 or a 5xx with the error body, 503s with Retry-After;
- * - a failed flush (fdatasync, a failed cut-back) stops the process (exit 74); a failed write is
- *   refused and the service goes on; a failed position write only delays a position;
- * - after a restart without faults, every record answered 202 is listed once, with its hash.
+ * Runs of the service under `strace -f -e inject=<syscalls>:error=<errno>:when=N`, in the manner
+ * of Trillian Tessera's fault tests, for test/faults/syscall-*.test.ts: `-P` keeps the injection
+ * on the queue's own files (its segment, its directory, the consumers' position files). strace
+ * counts calls per thread: `when=N` fails the Nth such call of each thread of the libuv pool.
  */
 
-type Expect = 'exits' | 'continues' | 'answers' | 'start-fails';
+export type Expect = 'exits' | 'continues' | 'answers' | 'start-fails';
 
-interface Case {
+export interface Case {
   readonly name: string;
   readonly inject: readonly string[];
   readonly expect: Expect;
@@ -30,25 +25,7 @@ interface Case {
   readonly evidence?: RegExp;
 }
 
-const POSITION_WRITE_FAILED = /writing a consumer position failed/;
-
-const WRITES = 'pwritev,pwritev2,pwrite64,writev';
-
-const CASES: readonly Case[] = [
-  { name: 'write EIO (2nd write of each thread)', inject: [`${WRITES}:error=EIO:when=2`], expect: 'continues' },
-  { name: 'write EIO (5th)', inject: [`${WRITES}:error=EIO:when=5`], expect: 'continues' },
-  { name: 'write ENOSPC (3rd)', inject: [`${WRITES}:error=ENOSPC:when=3`], expect: 'answers' },
-  { name: 'write ENOSPC, then its cut-back (ftruncate) fails', inject: [`${WRITES}:error=ENOSPC:when=2`, 'ftruncate:error=EIO:when=1'], expect: 'exits' },
-  { name: 'fdatasync EIO (1st)', inject: ['fdatasync:error=EIO:when=1'], expect: 'exits' },
-  { name: 'fdatasync EIO (3rd)', inject: ['fdatasync:error=EIO:when=3'], expect: 'exits' },
-  { name: 'openat EIO (1st: the segment at start-up)', inject: ['openat:error=EIO:when=1'], expect: 'start-fails' },
-  { name: 'openat EIO (2nd: the segment again at start-up)', inject: ['openat:error=EIO:when=2'], expect: 'start-fails' },
-  { name: 'openat EIO (position files)', inject: ['openat:error=EIO:when=1'], expect: 'answers', files: 'positions', evidence: POSITION_WRITE_FAILED },
-  { name: 'write EIO (position files)', inject: ['write:error=EIO:when=1'], expect: 'answers', files: 'positions', evidence: POSITION_WRITE_FAILED },
-  { name: 'fdatasync EIO (position files)', inject: ['fdatasync:error=EIO:when=1'], expect: 'answers', files: 'positions', evidence: POSITION_WRITE_FAILED },
-  { name: 'rename EIO (position files)', inject: ['rename,renameat,renameat2:error=EIO:when=1'], expect: 'answers', files: 'positions', evidence: POSITION_WRITE_FAILED },
-  { name: 'fsync EIO (directory flush after a position rename)', inject: ['fsync:error=EIO:when=1'], expect: 'answers', files: 'positions', evidence: POSITION_WRITE_FAILED },
-];
+export const POSITION_WRITE_FAILED = /writing a consumer position failed/;
 
 /**
  * The queue's producer (api) and its consumer (indexer), which is what GET /api/v1/records lists:
@@ -56,9 +33,10 @@ const CASES: readonly Case[] = [
  */
 const ENV = { DRIS_RATE_LIMITS: 'standard=100000000', DRIS_ROLES: 'api,indexer', DRIS_LOG_LEVEL: 'info' };
 
-function haveStrace(): boolean {
+/** strace is installed and may trace here (ptrace can be forbidden in a container). */
+export function straceUsable(): boolean {
   try {
-    execFileSync('strace', ['-V'], { stdio: 'ignore' });
+    execFileSync('strace', ['-f', '-qq', '-o', '/dev/null', 'true'], { stdio: 'ignore', timeout: 10_000 });
     return true;
   } catch {
     return false;
@@ -94,10 +72,27 @@ function badAnswers(answers: readonly Answer[]): unknown[] {
     .map((a) => [a.kind, a.status, a.retryAfter, a.body]);
 }
 
-async function runCase(t: Test, c: Case, template: string): Promise<void> {
+/** One data directory set up without faults (keys, first segment), copied for each run. */
+export async function prepareTemplate(t: Test): Promise<string> {
+  const template = mkdtempSync(path.join(tmpdir(), 'dris-syscall-template-'));
+  t.teardown(() => rmSync(template, { recursive: true, force: true }));
+  const first = await startService({ dataDir: template, env: ENV });
+  const warm = new Ledger('default', 'warm');
+  for (let i = 0; i < 5; i++) await warm.single(first, first.bootstrapKey);
+  await first.stop();
+  t.equal(warm.acked.size, 5, 'template ready');
+  return template;
+}
+
+/**
+ * One run: the service under strace with the case's injection, clients ingesting; what it
+ * answered and whether it stayed, stopped or refused to start; then a restart without faults and
+ * the reconciliation of every record answered 202.
+ */
+export async function runCase(t: Test, c: Case, template: string, index: number): Promise<void> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'dris-syscall-'));
   cpSync(template, dataDir, { recursive: true });
-  const ledger = new Ledger('default', `sys-${CASES.indexOf(c)}`);
+  const ledger = new Ledger('default', `sys-${index}`);
   let svc: ServiceHandle | null = null;
   try {
     let started: ServiceHandle | null = null;
@@ -153,14 +148,3 @@ async function runCase(t: Test, c: Case, template: string): Promise<void> {
   }
 }
 
-t.test('every file-system call of the queue failing once', { skip: haveStrace() ? false : 'strace is not installed (scripts/tools.sh strace)' }, async (t) => {
-  // One data directory set up without faults (keys, contract, first segment), copied for each run.
-  const template = mkdtempSync(path.join(tmpdir(), 'dris-syscall-template-'));
-  t.teardown(() => rmSync(template, { recursive: true, force: true }));
-  const first = await startService({ dataDir: template, env: ENV });
-  const warm = new Ledger('default', 'warm');
-  for (let i = 0; i < 5; i++) await warm.single(first, first.bootstrapKey);
-  await first.stop();
-  t.equal(warm.acked.size, 5, 'template ready');
-  for (const c of CASES) await runCase(t, c, template);
-});
