@@ -3,7 +3,7 @@ import path from 'node:path';
 import t, { type Test } from 'tap';
 import { eventually, request, startService, type ServiceHandle } from '../harness/service.js';
 import { fill, freeBytes, isRoot, mountTmpfs } from './helpers/disk.js';
-import { awaitReconciled, isErrorBody, Ledger, type Answer } from './helpers/records.js';
+import { awaitReconciled, isErrorBody, killTree, Ledger, type Answer } from './helpers/records.js';
 
 /**
  * The data directory on a small tmpfs that really fills up. While it is full, ingestion answers
@@ -80,6 +80,8 @@ t.test('a full disk: refused honestly, resumed by itself, nothing answered 202 l
     await svc?.stop();
     disk.unmount();
   });
+  // Each SIGKILL below takes the service's anvil with it, as a machine crash would: anvils left
+  // by a SIGKILLed service were seen still running after these runs.
   const dataDir = path.join(disk.dir, 'data');
   const filler = path.join(disk.dir, 'filler');
   const base = { DRIS_RATE_LIMITS: 'standard=100000000', DRIS_BATCH_MAX_WAIT_MS: '1000', DRIS_LOG_LEVEL: 'info' };
@@ -116,7 +118,7 @@ t.test('a full disk: refused honestly, resumed by itself, nothing answered 202 l
   t.pass('the storage probe is ok again');
 
   // --- run 2, after a SIGKILL: a free-space floor stops ingestion before the disk is full.
-  await svc.kill('SIGKILL');
+  await killTree(svc);
   const floor = 16 * MiB;
   svc = await startService({ dataDir, env: { ...base, DRIS_MIN_FREE_BYTES: String(floor) } });
   await awaitAccepting(ledger, svc, key);
@@ -131,7 +133,7 @@ t.test('a full disk: refused honestly, resumed by itself, nothing answered 202 l
   t.equal(ledger.unanswered, 0, 'every request was answered');
 
   // --- and after another SIGKILL, everything answered 202 is there, once, with its hash.
-  await svc.kill('SIGKILL');
+  await killTree(svc);
   svc = await startService({ dataDir, env: base });
   const rec = await awaitReconciled(svc, key, ledger, 90_000);
   t.same(rec.missing, [], `none of the ${ledger.acked.size} records answered 202 is missing`);
