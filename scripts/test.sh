@@ -24,6 +24,9 @@ fail_setup() {
 source scripts/tools.sh || fail_setup "tools.sh"
 set +e
 for s in "${suites[@]}"; do
+  if [ "$s" = faults ]; then
+    ensure_strace >/dev/null || fail_setup "strace"
+  fi
   if [ "$s" = integration ] || [ "$s" = faults ]; then
     ensure_nats >/dev/null || fail_setup "nats-server"
     ensure_redis >/dev/null || fail_setup "redis-server"

@@ -167,9 +167,36 @@ ensure_chromium() {
   printf '%s\n' "$bin"
 }
 
+# strace from the distribution: the fault tests (test/faults) run the service under
+# `strace -e inject=...` to fail chosen file-system calls.
+ensure_strace() {
+  local bin
+  bin="$(command -v strace || true)"
+  if [ -n "$bin" ]; then
+    printf '%s\n' "$bin"
+    return 0
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    _tools_die "strace not found and apt-get is unavailable; install strace (>= 5) and put it on PATH"
+    return 1
+  fi
+  _tools_log "installing strace with apt-get"
+  local rc=0
+  _tools_as_root apt-get update >&2 || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    _tools_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends strace >&2 || rc=$?
+  fi
+  bin="$(command -v strace || true)"
+  if [ "$rc" -ne 0 ] || [ -z "$bin" ]; then
+    _tools_die "apt-get install strace failed (exit $rc)"
+    return 1
+  fi
+  printf '%s\n' "$bin"
+}
+
 _tools_main() {
   if [ "$#" -eq 0 ]; then
-    printf 'usage: %s nats|redis|kubo|chromium ...\n' "$0" >&2
+    printf 'usage: %s nats|redis|kubo|chromium|strace ...\n' "$0" >&2
     return 2
   fi
   local tool
@@ -179,7 +206,8 @@ _tools_main() {
       redis) ensure_redis ;;
       kubo) ensure_kubo ;;
       chromium) ensure_chromium ;;
-      *) _tools_die "unknown tool '$tool' (known: nats, redis, kubo, chromium)"; return 2 ;;
+      strace) ensure_strace ;;
+      *) _tools_die "unknown tool '$tool' (known: nats, redis, kubo, chromium, strace)"; return 2 ;;
     esac
   done
 }

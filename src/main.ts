@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { anchorerKeySource, describeConfig, MIN_ADMIN_TOKEN_BYTES, type Config } from './config/config.js';
@@ -32,6 +32,8 @@ import { loadHashingBackend } from './adapters/hashing/select-backend.js';
 import { EmbeddedQueue } from './adapters/queue/embedded-queue.js';
 import { EmbeddedAdmissionStore } from './adapters/limits/embedded-admission-store.js';
 import { ProcessLock } from './adapters/process-lock.js';
+import { StorageGuard } from './adapters/storage/storage-guard.js';
+import { onStorageFault } from './adapters/storage/storage-faults.js';
 import { Router } from './http/router.js';
 import { buildRoutes } from './http/routes.js';
 import { buildOpenApi } from './http/openapi.js';
@@ -46,6 +48,11 @@ export interface RunningService {
   readonly port: number | null;
   /** Bound port of the administration listener (api role only). */
   readonly adminPort: number | null;
+  /**
+   * Settles with the first fatal storage fault (a log whose flush failed): the service already
+   * refuses new records (503), and must stop and restart to recover from disk.
+   */
+  readonly failed: Promise<DrisError>;
   close(): Promise<void>;
 }
 
@@ -76,7 +83,7 @@ export async function openIndex(cfg: Config): Promise<{ index: Index; adapter: s
   return { index: new ChdbIndex({ path: path.join(cfg.dataDir, 'clickhouse'), journalDir: path.join(cfg.dataDir, 'index-journal') }), adapter: 'chdb' };
 }
 
-async function openQueue(cfg: Config): Promise<{ queue: RecordQueue; adapter: string }> {
+async function openQueue(cfg: Config, guard: StorageGuard | null): Promise<{ queue: RecordQueue; adapter: string }> {
   if (cfg.nats !== undefined) {
     const { NatsQueue } = await import('./adapters/queue/nats-queue.js');
     const n = cfg.nats;
@@ -93,7 +100,13 @@ async function openQueue(cfg: Config): Promise<{ queue: RecordQueue; adapter: st
     });
     return { queue, adapter: 'nats' };
   }
-  const queue = EmbeddedQueue.open({ dir: path.join(cfg.dataDir, 'queue'), consumers: [DEFAULT_INDEXER_OPTIONS.consumer, ACCUMULATOR_CONSUMER], maxPendingPublishes: cfg.maxPendingPublishes });
+  const queue = EmbeddedQueue.open({
+    dir: path.join(cfg.dataDir, 'queue'),
+    consumers: [DEFAULT_INDEXER_OPTIONS.consumer, ACCUMULATOR_CONSUMER],
+    maxPendingPublishes: cfg.maxPendingPublishes,
+    maxBytes: cfg.queueMaxBytes,
+    ...(guard === null ? {} : { admit: () => guard.admit() }),
+  });
   return { queue, adapter: 'embedded' };
 }
 
@@ -220,7 +233,9 @@ export async function startService(cfg: Config): Promise<RunningService> {
   const log = componentLogger('main');
   const startedAtMs = Date.now();
   const version = packageVersion();
-  mkdirSync(cfg.dataDir, { recursive: true });
+  // Queue segments and the index hold full payloads: only the service's user may read them.
+  mkdirSync(cfg.dataDir, { recursive: true, mode: 0o700 });
+  chmodSync(cfg.dataDir, 0o700);
   log.info({ config: describeConfig(cfg), version }, 'starting');
 
   const closers: (() => Promise<void> | void)[] = [];
@@ -234,6 +249,10 @@ export async function startService(cfg: Config): Promise<RunningService> {
     }
     closers.length = 0;
   };
+  let markFailed: (err: DrisError) => void = () => undefined;
+  const failed = new Promise<DrisError>((resolve) => {
+    markFailed = resolve;
+  });
 
   try {
     // Embedded engines keep state in the data directory: only one process may own it.
@@ -242,6 +261,20 @@ export async function startService(cfg: Config): Promise<RunningService> {
       const lock = ProcessLock.acquire(path.join(cfg.dataDir, 'dris.lock'));
       closers.push(() => lock.release());
     }
+    // Embedded engines write to the data directory: its free space gates ingestion.
+    const guard = embedded ? await StorageGuard.start({ dir: cfg.dataDir, minFreeBytes: cfg.minFreeBytes }) : null;
+    if (guard !== null) closers.push(() => guard.close());
+    const unsubscribe = onStorageFault((fault) => {
+      if (fault.kind === 'full') {
+        guard?.noteFull();
+        return;
+      }
+      guard?.noteFatal(fault.error);
+      markFailed(fault.error);
+    });
+    closers.push(() => {
+      unsubscribe();
+    });
 
     const hashing = await loadHashingBackend(cfg.hashBackend);
     for (const t of hashing.tried) log.info({ backend: t.name, err: t.error }, 'hash backend unavailable');
@@ -259,13 +292,14 @@ export async function startService(cfg: Config): Promise<RunningService> {
     closers.push(() => index.close());
     await index.migrate();
 
-    const { queue, adapter: queueAdapter } = await openQueue(cfg);
+    const { queue, adapter: queueAdapter } = await openQueue(cfg, guard);
     closers.push(() => queue.close());
 
     const probes: Probe[] = [
       { name: 'queue', adapter: queueAdapter, check: () => queue.check() },
       { name: 'index', adapter: indexAdapter, check: () => index.check() },
     ];
+    if (guard !== null) probes.push({ name: 'storage', adapter: 'local-disk', check: () => guard.check() });
 
     let indexer: Indexer | null = null;
     if (cfg.roles.includes('indexer')) {
@@ -430,7 +464,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
       closers.push(() => server.close());
       log.info({ host: cfg.host, port, httpGuard: server.guarded }, 'listening');
     }
-    return { port, adminPort, close };
+    return { port, adminPort, failed, close };
   } catch (err) {
     await close();
     if (err instanceof DrisError) throw err;

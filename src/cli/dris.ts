@@ -25,6 +25,8 @@ const USAGE = `usage:
   dris keys rotate <keyId> [--grace-seconds N]
   dris chain deploy [--anchorer ADDRESS]
                                   deploy the anchor contract on EVM_RPC_URL (dris chain --help)
+  dris queue check|repair [--data-dir DIR] [--json]
+                                  inspect or repair the durable logs of the data directory (dris queue --help)
   dris verify <receipt.json> --rpc URL [--payload FILE] [--ipfs-gateway URL] [--json] [--timeout-ms N]
                                   check a receipt without the service (dris verify --help)
   dris bench <scenario> [options] run a benchmark scenario, as npm run bench does (dris bench --help)
@@ -38,9 +40,19 @@ function fail(message: string, code = 2): never {
   process.exit(code);
 }
 
+/** Exit status after a fatal storage fault (EX_IOERR): a supervisor restarts, and the start recovers from disk. */
+const EXIT_STORAGE_FAILED = 74;
+/** After a fatal storage fault: in-flight requests get their answers (503) for this long, then the service closes. */
+const FATAL_GRACE_MS = 1000;
+/** ...and the process exits after this long at most, whatever closing still waits for. */
+const FATAL_EXIT_MS = 10_000;
+
 async function serve(): Promise<void> {
   const cfg = loadConfig();
   setLogLevel(cfg.logLevel as Parameters<typeof setLogLevel>[0]);
+  // Every file dris creates under the data directory (queue segments hold full payloads) is the
+  // service user's alone: 0600 files, 0700 directories, also for the engines it embeds.
+  process.umask(0o077);
   const { startService } = await import('../main.js');
   const running = await startService(cfg);
   let stopping = false;
@@ -53,8 +65,21 @@ async function serve(): Promise<void> {
       () => process.exit(1),
     );
   };
+  const fail = (err: DrisError): void => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`dris: ${err.code}: ${err.message}\nstopping; a restart recovers from what is on disk\n`);
+    setTimeout(() => process.exit(EXIT_STORAGE_FAILED), FATAL_EXIT_MS);
+    setTimeout(() => {
+      running.close().then(
+        () => process.exit(EXIT_STORAGE_FAILED),
+        () => process.exit(EXIT_STORAGE_FAILED),
+      );
+    }, FATAL_GRACE_MS);
+  };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  void running.failed.then(fail);
 }
 
 async function migrate(): Promise<void> {
@@ -206,6 +231,11 @@ async function mainCli(argv: string[]): Promise<void> {
     case 'chain': {
       const { chainCommand } = await import('./chain-command.js');
       process.exitCode = await chainCommand(rest);
+      return;
+    }
+    case 'queue': {
+      const { queueCommand } = await import('./queue-command.js');
+      process.exitCode = await queueCommand(rest);
       return;
     }
     case 'verify': {

@@ -120,6 +120,10 @@ export interface Config {
   readonly hashMaxQueue: number;
   /** Most publishes awaiting the queue's acknowledgement before answers turn to 503. */
   readonly maxPendingPublishes: number;
+  /** Embedded queue: most bytes of messages not yet processed by every consumer before ingestion answers 503 (0: no bound). */
+  readonly queueMaxBytes: number;
+  /** Free bytes of the data directory's file system below which ingestion answers 503 (0: only a full disk). */
+  readonly minFreeBytes: number;
   readonly nats?: NatsConfig;
   readonly redis?: RedisConfig;
   readonly clickhouse?: ClickHouseConfig;
@@ -384,6 +388,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       hashThreads: r.int('DRIS_HASH_THREADS', 2, 0, 64),
       hashMaxQueue: r.int('DRIS_HASH_MAX_QUEUE', 4096, 1, 1_000_000),
       maxPendingPublishes: r.int('DRIS_MAX_PENDING_PUBLISHES', 50_000, 1, 10_000_000),
+      queueMaxBytes: r.int('DRIS_QUEUE_MAX_BYTES', 10 * 1024 * MiB, 0, Number.MAX_SAFE_INTEGER),
+      minFreeBytes: r.int('DRIS_MIN_FREE_BYTES', 512 * MiB, 0, Number.MAX_SAFE_INTEGER),
       chain: chainWithId,
       anchorRetry: {
         maxAttempts: r.int('DRIS_ANCHOR_MAX_ATTEMPTS', 6, 1, 1000),
@@ -440,5 +446,7 @@ export function describeConfig(cfg: Config): Record<string, unknown> {
     ipfs: cfg.ipfsApiUrl === undefined ? 'embedded' : `kubo ${url(cfg.ipfsApiUrl)}`,
     ...(cfg.ipfsGatewayUrl === undefined ? {} : { ipfsGatewayUrl: url(cfg.ipfsGatewayUrl) }),
     anchorRetry: cfg.anchorRetry,
+    queueMaxBytes: cfg.queueMaxBytes,
+    minFreeBytes: cfg.minFreeBytes,
   };
 }

@@ -36,6 +36,10 @@ export type DrisErrorCode =
   | 'overloaded'
   | 'dependency_unavailable'
   | 'timeout'
+  // storage (the data directory)
+  | 'storage_full'
+  | 'storage_failed'
+  | 'storage_corrupt'
   // server side
   | 'not_implemented'
   | 'internal_error'
@@ -76,6 +80,9 @@ export const ERROR_TABLE: Readonly<Record<DrisErrorCode, ErrorTraits>> = {
   overloaded: { status: 503, retryable: true },
   dependency_unavailable: { status: 503, retryable: true },
   timeout: { status: 504, retryable: true },
+  storage_full: { status: 503, retryable: true },
+  storage_failed: { status: 503, retryable: true },
+  storage_corrupt: { status: 500, retryable: false },
   not_implemented: { status: 501, retryable: false },
   internal_error: { status: 500, retryable: true },
   config_invalid: { status: 500, retryable: false },

@@ -26,6 +26,8 @@ export interface ServiceOptions {
   readonly dataDir?: string;
   /** Pin the service to these CPUs with taskset (benchmarks). */
   readonly pinCpu?: string | undefined;
+  /** A command the service runs under (e.g. strace with fault injection); its last argument is followed by node. */
+  readonly wrap?: readonly string[];
 }
 
 export interface ServiceHandle {
@@ -41,6 +43,8 @@ export interface ServiceHandle {
   readonly bootstrapKey: string;
   readonly adminToken: string;
   readonly logs: string[];
+  /** Settles when the child (the wrapper, when there is one) exits. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** SIGTERM and wait. */
   stop(): Promise<void>;
   /** Sends a signal (SIGKILL by default) and waits for the exit. */
@@ -66,16 +70,21 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   };
   const childEnv: NodeJS.ProcessEnv = { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env };
   const argv = [process.execPath, cliPath, 'serve'];
-  const cmd = options.pinCpu === undefined ? argv : ['taskset', '-c', options.pinCpu, ...argv];
+  const cmd = [...(options.wrap ?? []), ...(options.pinCpu === undefined ? argv : ['taskset', '-c', options.pinCpu, ...argv])];
   const child = spawn(cmd[0] as string, cmd.slice(1), { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   child.once('exit', () => children.delete(child));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const logs: string[] = [];
   // The administration listener is bound (and logged) before the public one.
   let adminPort: number | undefined;
   const port = await new Promise<number>((resolve, reject) => {
     let buf = '';
-    const timer = setTimeout(() => reject(new Error(`service did not start within 60 s:\n${logs.join('\n')}`)), 60_000);
+    const timer = setTimeout(() => {
+      // Not left running behind the failed start.
+      child.kill('SIGKILL');
+      reject(new Error(`service did not start within 60 s:\n${logs.join('\n')}`));
+    }, 60_000);
     const onLine = (line: string): void => {
       logs.push(line);
       if (logs.length > 5000) logs.shift();
@@ -122,6 +131,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     bootstrapKey: bootstrap.apiKey,
     adminToken,
     logs,
+    exited,
     stop: () => kill('SIGTERM'),
     kill,
     async dispose() {

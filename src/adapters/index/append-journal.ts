@@ -161,7 +161,7 @@ export class AppendJournal {
     try {
       await this.#log.append(Buffer.from(text, 'utf8'));
     } catch (err) {
-      throw new DrisError('dependency_unavailable', 'the index journal could not be written', { cause: err });
+      throw err instanceof DrisError ? err : new DrisError('dependency_unavailable', 'the index journal could not be written', { cause: err });
     }
     this.#kick(false);
   }

@@ -153,7 +153,7 @@ export class EmbeddedAdmissionStore implements AdmissionStore {
     try {
       await this.log.append(Buffer.from(JSON.stringify({ k: key, e: entry, x: expiresAtMs } satisfies LogLine)));
     } catch (err) {
-      throw new DrisError('dependency_unavailable', 'idempotency store write failed', { cause: err });
+      throw err instanceof DrisError ? err : new DrisError('dependency_unavailable', 'idempotency store write failed', { cause: err });
     }
   }
 

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DrisError } from '../../errors/dris-error.js';
 import type { AcceptedRecord, OutgoingRecord } from '../../domain/records/types.js';
@@ -7,6 +7,9 @@ import { componentLogger } from '../../util/logger.js';
 import { encodeDeadLetter, encodeUndecodable } from './dead-letter.js';
 import { decodeMessage, encodeRecords } from './record-codec.js';
 import { SegmentLog } from './segment-log.js';
+import { writeFileDurably } from '../storage/durable-file.js';
+import { mkdirDurableSync } from '../storage/log-file-system.js';
+import { RETRY_AFTER_FULL_S, RETRY_AFTER_WRITE_S, storageError } from '../storage/storage-faults.js';
 
 /**
  * The embedded queue: a durable, in-process stream on local disk for the one-machine default.
@@ -25,7 +28,18 @@ export interface EmbeddedQueueOptions {
   readonly consumers: readonly string[];
   /** Most publishes awaiting the disk before publish() answers overloaded. */
   readonly maxPendingPublishes: number;
+  /**
+   * Most bytes of messages not yet acknowledged by every consumer before publish() answers
+   * storage_full; 0 for no bound. Acknowledged segments are removed whole, so the disk holds up
+   * to one segment (64 MiB) more.
+   */
+  readonly maxBytes?: number;
+  /** Asked before every publish; throws (storage_full, storage_failed) when the disk may not take it. */
+  readonly admit?: () => void;
 }
+
+/** Delay between a consumer's floor moving and its write to disk, milliseconds. */
+const FLOOR_WRITE_DELAY_MS = 250;
 
 interface InFlight {
   readonly records: readonly AcceptedRecord[];
@@ -46,9 +60,17 @@ class ConsumerState {
   readonly given = new Set<number>();
   nextRead: number;
   private persistTimer: NodeJS.Timeout | null = null;
+  /** Floor writes, one after the other, so an older floor never lands after a newer one. */
+  private writing: Promise<void> = Promise.resolve();
+  private written = -1;
 
-  constructor(private readonly file: string) {
+  /** `nextAfter(seq)`: the seq after `seq` that the log holds (lost ranges are passed over). */
+  constructor(
+    private readonly file: string,
+    private readonly nextAfter: (seq: number) => number,
+  ) {
     this.ackFloor = ConsumerState.readFloor(file);
+    this.written = this.ackFloor;
     this.nextRead = this.ackFloor + 1;
   }
 
@@ -67,34 +89,48 @@ class ConsumerState {
     this.given.delete(seq);
     this.acked.add(seq);
     let advanced = false;
-    while (this.acked.delete(this.ackFloor + 1)) {
-      this.ackFloor += 1;
+    for (let next = this.nextAfter(this.ackFloor); this.acked.delete(next); next = this.nextAfter(next)) {
+      this.ackFloor = next;
       advanced = true;
     }
     if (advanced) this.schedulePersist();
     return advanced;
   }
 
-  /** The floor is written lazily: losing its last moves only causes redelivery, never loss. */
+  /**
+   * The floor is written lazily: losing its last moves only causes redelivery, never loss. Each
+   * write costs two disk flushes (the file, its directory), hence at most a few a second.
+   */
   private schedulePersist(): void {
     if (this.persistTimer !== null) return;
     this.persistTimer = setTimeout(() => {
       this.persistTimer = null;
-      this.persistNow();
-    }, 50);
+      void this.persist();
+    }, FLOOR_WRITE_DELAY_MS);
     this.persistTimer.unref();
   }
 
-  persistNow(): void {
+  /** Writes the floor (tmp, flush, rename, directory flush); never rejects: a lost floor only redelivers. */
+  persist(): Promise<void> {
     if (this.persistTimer !== null) {
       clearTimeout(this.persistTimer);
       this.persistTimer = null;
     }
-    const tmp = `${this.file}.tmp`;
-    writeFileSync(tmp, JSON.stringify({ ackFloor: this.ackFloor }));
-    renameSync(tmp, this.file);
+    this.writing = this.writing.then(async () => {
+      const floor = this.ackFloor;
+      if (floor === this.written) return;
+      try {
+        await writeFileDurably(this.file, JSON.stringify({ ackFloor: floor }));
+        this.written = floor;
+      } catch (err) {
+        floorLogger.warn({ err, file: this.file }, 'writing a consumer position failed; it will be tried again');
+      }
+    });
+    return this.writing;
   }
 }
+
+const floorLogger = componentLogger('embedded-queue');
 
 export class EmbeddedQueue implements RecordQueue {
   private readonly log: SegmentLog;
@@ -106,7 +142,7 @@ export class EmbeddedQueue implements RecordQueue {
   private readonly log$ = componentLogger('embedded-queue');
 
   private constructor(private readonly options: EmbeddedQueueOptions) {
-    mkdirSync(path.join(options.dir, 'consumers'), { recursive: true });
+    mkdirDurableSync(path.join(options.dir, 'consumers'));
     this.log = SegmentLog.open(path.join(options.dir, 'log'));
     this.deadLetters = SegmentLog.open(path.join(options.dir, 'dead-letter'));
     for (const name of options.consumers) this.stateOf(name);
@@ -121,7 +157,7 @@ export class EmbeddedQueue implements RecordQueue {
     if (!/^[A-Za-z0-9_-]{1,64}$/.test(name)) throw new DrisError('config_invalid', `invalid consumer name ${JSON.stringify(name)}`);
     let s = this.states.get(name);
     if (s === undefined) {
-      s = new ConsumerState(path.join(this.options.dir, 'consumers', `${name}.json`));
+      s = new ConsumerState(path.join(this.options.dir, 'consumers', `${name}.json`), (seq) => this.log.nextAfter(seq));
       this.states.set(name, s);
     }
     return s;
@@ -133,16 +169,28 @@ export class EmbeddedQueue implements RecordQueue {
 
   async publish(records: readonly OutgoingRecord[]): Promise<void> {
     if (records.length === 0) return;
-    if (this.closed) throw new DrisError('dependency_unavailable', 'queue is closed');
-    if (this.pendingPublishes >= this.options.maxPendingPublishes) throw new DrisError('overloaded', 'too many records awaiting the queue');
+    if (this.closed) throw storageError('dependency_unavailable', 'queue is closed', RETRY_AFTER_WRITE_S);
+    if (this.pendingPublishes >= this.options.maxPendingPublishes) throw storageError('overloaded', 'too many records awaiting the queue', RETRY_AFTER_WRITE_S);
+    this.options.admit?.();
+    this.checkBudget();
     this.pendingPublishes += 1;
     try {
       await this.log.append(encodeRecords(records));
     } catch (err) {
-      throw new DrisError('dependency_unavailable', 'queue write failed', { cause: err });
+      throw err instanceof DrisError ? err : new DrisError('dependency_unavailable', 'queue write failed', { cause: err });
     } finally {
       this.pendingPublishes -= 1;
     }
+  }
+
+  /** Refuses new messages while those not yet acknowledged by every consumer exceed maxBytes. */
+  private checkBudget(): void {
+    const max = this.options.maxBytes ?? 0;
+    if (max <= 0) return;
+    let floor = Infinity;
+    for (const s of this.states.values()) floor = Math.min(floor, s.ackFloor);
+    const pending = this.log.bytesFrom(Number.isFinite(floor) ? floor + 1 : this.log.firstSeq);
+    if (pending >= max) throw storageError('storage_full', `the queue holds ${pending} bytes not yet processed (limit ${max}); retry later`, RETRY_AFTER_FULL_S);
   }
 
   consume(options: ConsumeOptions, handler: (deliveries: readonly Delivery[]) => Promise<void>): Subscription {
@@ -179,6 +227,7 @@ export class EmbeddedQueue implements RecordQueue {
         out.push(this.delivery(state, seq, f, options.ackWaitMs, options.consumer));
       }
       const room = Math.min(options.maxBatch - out.length, options.maxInFlight - state.inFlight.size);
+      state.nextRead = this.log.nextAfter(state.nextRead - 1);
       if (room > 0 && state.nextRead <= this.log.lastSeq) {
         const entries = await this.log.read(state.nextRead, room);
         for (const e of entries) {
@@ -245,7 +294,7 @@ export class EmbeddedQueue implements RecordQueue {
       stop: async () => {
         unsubscribe();
         await done;
-        state.persistNow();
+        await state.persist();
       },
     };
   }
@@ -318,12 +367,18 @@ export class EmbeddedQueue implements RecordQueue {
 
   check(): Promise<void> {
     if (this.closed) return Promise.reject(new DrisError('dependency_unavailable', 'queue is closed'));
+    if (this.log.failed !== null) return Promise.reject(this.log.failed);
+    try {
+      this.checkBudget();
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
     return Promise.resolve();
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const s of this.states.values()) s.persistNow();
+    await Promise.all([...this.states.values()].map((s) => s.persist()));
     this.wakeAll();
     await this.log.close();
     await this.deadLetters.close();

@@ -1,44 +1,35 @@
-import { closeSync, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, mkdirSync, openSync, readdirSync, readSync, unlinkSync, writev } from 'node:fs';
-import { promisify } from 'node:util';
-import { crc32 } from 'node:zlib';
-import fs from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { DrisError } from '../../errors/dris-error.js';
+import { componentLogger } from '../../util/logger.js';
+import { nodeLogFileSystem, type LogFileSystem } from '../storage/log-file-system.js';
+import { isNoSpace, reportStorageFault, RETRY_AFTER_FAILED_S, RETRY_AFTER_FULL_S, RETRY_AFTER_WRITE_S, storageError, type StorageFault } from '../storage/storage-faults.js';
+import { checksum, GROUP_START, HEADER, LENGTH_MASK, listSegments, LOST_RANGES_FILE, parseLostRanges, scanSegment, segmentName, type LostRange } from './segment-format.js';
 
 /**
- * An append-only log of messages in segment files, each message framed as
- * [u32 length][u32 checksum][f64 seq][payload]. Appends are group-committed: all appends that
- * arrive while a write is in progress are written with one writev and made durable with one
- * fdatasync, so durability costs one disk flush per group, not per message.
- * A torn tail (a crash in the middle of a write) is cut off when the log is opened.
+ * An append-only log of messages in segment files (format: segment-format.ts). Appends are
+ * group-committed: all appends that arrive while a write is in progress are written with one
+ * positional writev and made durable with one fdatasync, so durability costs one disk flush per
+ * group, not per message. An append resolves only once its group is on disk.
  *
- * Segments are `<firstSeq>.seg`, checksummed with CRC-32 (zlib's, hardware-assisted). Segments of
- * the earlier format, `<firstSeq>.log` with FNV-1a, are still read and never appended to: a log
- * opened on them starts a new segment for its next append.
+ * Failures never leave the file ahead of what the log believes:
+ * - a failed write (EIO, ENOSPC) is cut back to the last durable size before the group is
+ *   rejected; the log goes on with the next group;
+ * - a failed flush (fdatasync, or the fsync of the directory after a segment was created or
+ *   removed), or a failed cut-back, makes the log failed: the page cache may hold pages the disk
+ *   does not, so this process can no longer tell what is durable. That group and every later
+ *   append are rejected (storage_failed) and the fault is reported, so the service stops and
+ *   recovers from disk.
+ *
+ * At open, a torn tail of the last segment (a group a crash interrupted) is cut off; damage
+ * anywhere else stops the open with `storage_corrupt` naming the file and offset (see
+ * `dris queue check|repair`). Seqs that a repair gave up are listed in the lost-ranges file: reads
+ * pass over them and no append reuses them.
  */
 
-const writevAsync = promisify(writev);
-const fdatasyncAsync = promisify(fdatasync);
-
-const HEADER = 16;
-const SEGMENT_BYTES = 64 * 1024 * 1024;
+const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
 /** Recently appended payloads kept in memory: consumers that keep up never read the disk. */
 const TAIL_CACHE_BYTES = 64 * 1024 * 1024;
-const SEGMENT_FILE = /^(\d{16})\.(seg|log)$/;
-
-type Checksum = (buf: Uint8Array) => number;
-
-/** Detects torn or garbage tails; not an integrity hash. */
-const checksum: Checksum = (buf) => crc32(buf);
-
-/** The checksum of `.log` segments. */
-const legacyChecksum: Checksum = (buf) => {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < buf.length; i++) {
-    h ^= buf[i] ?? 0;
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
-};
 
 interface Segment {
   readonly firstSeq: number;
@@ -57,6 +48,14 @@ export interface LogEntry {
   readonly payload: Buffer;
 }
 
+export interface SegmentLogOptions {
+  readonly fs?: LogFileSystem;
+  /** Size after which the next group starts a new segment, bytes. */
+  readonly segmentBytes?: number;
+  /** Where faults go; the process-wide storage fault sink by default. */
+  readonly onFault?: (fault: StorageFault) => void;
+}
+
 interface PendingAppend {
   readonly payload: Buffer;
   readonly resolve: (seq: number) => void;
@@ -65,10 +64,21 @@ interface PendingAppend {
 
 export class SegmentLog {
   private readonly segments: Segment[] = [];
+  private readonly fs: LogFileSystem;
+  private readonly segmentBytes: number;
+  private readonly onFault: (fault: StorageFault) => void;
+  private readonly logger = componentLogger('segment-log');
   private fd = -1;
+  /** Seq of the next append: past the last segment's end, and past any lost range there. */
+  private nextSeq = 1;
+  private lost: LostRange[] = [];
   private pending: PendingAppend[] = [];
   private flushing = false;
   private closed = false;
+  /** Set once the log can no longer be trusted; every later append is rejected with it. */
+  private failure: DrisError | null = null;
+  /** Segment removals, in order: each unlink is followed by a flush of the directory. */
+  private housekeeping: Promise<void> = Promise.resolve();
   private readonly listeners = new Set<() => void>();
   /**
    * seq → payload of the latest durable appends, at most TAIL_CACHE_BYTES: the seqs from
@@ -79,11 +89,19 @@ export class SegmentLog {
   private tailBytes = 0;
   private tailFirst = 1;
 
-  private constructor(private readonly dir: string) {}
+  private constructor(
+    private readonly dir: string,
+    options: SegmentLogOptions,
+  ) {
+    this.fs = options.fs ?? nodeLogFileSystem;
+    this.segmentBytes = options.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
+    this.onFault = options.onFault ?? reportStorageFault;
+  }
 
-  static open(dir: string): SegmentLog {
-    mkdirSync(dir, { recursive: true });
-    const log = new SegmentLog(dir);
+  /** Opens (creating) the log in `dir`; throws storage_corrupt when damage is found before the tail. */
+  static open(dir: string, options: SegmentLogOptions = {}): SegmentLog {
+    const log = new SegmentLog(dir, options);
+    log.fs.mkdirSync(dir);
     log.load();
     return log;
   }
@@ -97,6 +115,35 @@ export class SegmentLog {
     return this.segments[0]?.firstSeq ?? 1;
   }
 
+  /** Why the log refuses appends, or null while it accepts them. */
+  get failed(): DrisError | null {
+    return this.failure;
+  }
+
+  /** Ranges of seqs a repair gave up (never delivered, never reused). */
+  get lostRanges(): readonly LostRange[] {
+    return this.lost;
+  }
+
+  /** Bytes of the frames from `seq` on, in the segments still held: what a budget counts. */
+  bytesFrom(seq: number): number {
+    let bytes = 0;
+    for (let i = this.segments.length - 1; i >= 0; i--) {
+      const seg = this.segments[i] as Segment;
+      if (seg.lastSeq < seq) break;
+      bytes += seq <= seg.firstSeq ? seg.size : seg.size - (seg.offsets[seq - seg.firstSeq] ?? seg.size);
+      if (seq >= seg.firstSeq) break;
+    }
+    return bytes;
+  }
+
+  /** The first seq after `seq` that is not in a lost range. */
+  nextAfter(seq: number): number {
+    let next = seq + 1;
+    for (const r of this.lost) if (next >= r.from && next <= r.to) next = r.to + 1;
+    return next;
+  }
+
   /** Called after each durable group append. */
   onAppend(listener: () => void): () => void {
     this.listeners.add(listener);
@@ -104,7 +151,8 @@ export class SegmentLog {
   }
 
   append(payload: Buffer): Promise<number> {
-    if (this.closed) return Promise.reject(new Error('log closed'));
+    if (this.failure !== null) return Promise.reject(this.failure);
+    if (this.closed) return Promise.reject(new DrisError('dependency_unavailable', 'log closed'));
     return new Promise<number>((resolve, reject) => {
       this.pending.push({ payload, resolve, reject });
       if (!this.flushing) {
@@ -137,9 +185,8 @@ export class SegmentLog {
 
   /** Writes and flushes on the thread pool, so the event loop never waits for the disk. */
   private async writeGroup(payloads: readonly Buffer[]): Promise<number[]> {
-    let seg = this.activeSegment();
-    if (seg.size >= SEGMENT_BYTES) seg = this.roll();
-    const fd = this.fd;
+    if (this.failure !== null) throw this.failure;
+    const seg = await this.writableSegment();
     const buffers: Buffer[] = [];
     const seqs: number[] = [];
     let seq = seg.lastSeq;
@@ -147,23 +194,28 @@ export class SegmentLog {
     for (const payload of payloads) {
       seq += 1;
       const header = Buffer.allocUnsafe(HEADER);
-      header.writeUInt32LE(payload.length, 0);
+      header.writeUInt32LE(seqs.length === 0 ? (payload.length | GROUP_START) >>> 0 : payload.length, 0);
       header.writeUInt32LE(checksum(payload), 4);
       header.writeDoubleLE(seq, 8);
       buffers.push(header, payload);
       seqs.push(seq);
       bytes += HEADER + payload.length;
     }
-    let written = 0;
-    let pos = seg.size;
-    let pendingBufs = buffers;
-    while (written < bytes) {
-      const n = (await writevAsync(fd, pendingBufs, pos)).bytesWritten;
-      written += n;
-      pos += n;
-      if (written < bytes) pendingBufs = sliceBuffers(buffers, written);
+    try {
+      let written = 0;
+      while (written < bytes) {
+        const n = await this.fs.writev(this.fd, written === 0 ? buffers : sliceBuffers(buffers, written), seg.size + written);
+        if (n <= 0) throw new Error('the disk accepted no bytes');
+        written += n;
+      }
+    } catch (err) {
+      throw await this.cutBack(seg, err);
     }
-    await fdatasyncAsync(fd);
+    try {
+      await this.fs.fdatasync(this.fd);
+    } catch (err) {
+      throw this.fail(`flushing ${seg.file} failed`, err);
+    }
     let at = seg.size;
     for (const payload of payloads) {
       seg.offsets.push(at);
@@ -171,8 +223,75 @@ export class SegmentLog {
     }
     seg.size += bytes;
     seg.lastSeq = seq;
+    this.nextSeq = seq + 1;
     this.remember(seqs, payloads);
     return seqs;
+  }
+
+  /**
+   * After a failed write: cuts the segment back to its durable size, so that no rejected byte
+   * stays in front of the next group. The group's error is returned for the caller to throw.
+   */
+  private async cutBack(seg: Segment, err: unknown): Promise<DrisError> {
+    try {
+      await this.fs.ftruncate(this.fd, seg.size);
+    } catch (truncateErr) {
+      return this.fail(`a write to ${seg.file} failed and cutting it back failed too`, truncateErr);
+    }
+    if (isNoSpace(err)) {
+      const full = storageError('storage_full', 'the data directory has no space left; retry later', RETRY_AFTER_FULL_S, err);
+      this.onFault({ kind: 'full', error: full });
+      return full;
+    }
+    this.logger.error({ err, file: seg.file }, 'a write to the log failed; the group was rejected');
+    return storageError('dependency_unavailable', 'the log could not be written; retry later', RETRY_AFTER_WRITE_S, err);
+  }
+
+  /** Marks the log failed for good, rejects what waits, and reports the fault. */
+  private fail(what: string, cause: unknown): DrisError {
+    if (this.failure !== null) return this.failure;
+    const failure = storageError('storage_failed', `the log in ${this.dir} can no longer be trusted (${what}); the service must restart`, RETRY_AFTER_FAILED_S, cause);
+    this.failure = failure;
+    this.logger.fatal({ err: cause, dir: this.dir }, 'log failed: no further appends; restart to recover from disk');
+    for (const p of this.pending.splice(0)) p.reject(failure);
+    this.onFault({ kind: 'fatal', error: failure });
+    return failure;
+  }
+
+  /** The segment the next group goes to: the last one, or a new one (full, legacy, after a lost range). */
+  private async writableSegment(): Promise<Segment> {
+    const last = this.segments.at(-1);
+    if (last !== undefined && this.fd >= 0 && !last.legacy && last.size < this.segmentBytes && last.lastSeq + 1 === this.nextSeq) return last;
+    if (this.fd >= 0) {
+      const old = this.fd;
+      this.fd = -1;
+      // Its data was flushed: a failing close tells nothing about it.
+      await this.fs.close(old).catch((err: unknown) => this.logger.warn({ err }, 'closing a full segment failed'));
+    }
+    const firstSeq = this.nextSeq;
+    const file = path.join(this.dir, segmentName(firstSeq));
+    if (this.segments.some((s) => s.file === file)) throw new DrisError('internal_error', `segment ${file} exists already`);
+    let fd: number;
+    try {
+      fd = await this.fs.create(file);
+    } catch (err) {
+      if (isNoSpace(err)) {
+        const full = storageError('storage_full', 'the data directory has no space left; retry later', RETRY_AFTER_FULL_S, err);
+        this.onFault({ kind: 'full', error: full });
+        throw full;
+      }
+      throw storageError('dependency_unavailable', 'a log segment could not be created; retry later', RETRY_AFTER_WRITE_S, err);
+    }
+    try {
+      await this.fs.fsyncDir(this.dir);
+    } catch (err) {
+      await this.fs.close(fd).catch(() => undefined);
+      throw this.fail(`flushing the directory after creating ${file} failed`, err);
+    }
+    this.fd = fd;
+    const seg: Segment = { firstSeq, file, legacy: false, lastSeq: firstSeq - 1, size: 0, offsets: [] };
+    this.segments.push(seg);
+    return seg;
   }
 
   private remember(seqs: readonly number[], payloads: readonly Buffer[]): void {
@@ -193,49 +312,44 @@ export class SegmentLog {
     this.tailBytes -= cached.length;
   }
 
-  private activeSegment(): Segment {
-    const seg = this.segments.at(-1);
-    if (seg !== undefined && this.fd >= 0 && !seg.legacy) return seg;
-    return this.roll();
-  }
-
-  private roll(): Segment {
-    if (this.fd >= 0) closeSync(this.fd);
-    const firstSeq = this.lastSeq + 1;
-    const file = path.join(this.dir, `${String(firstSeq).padStart(16, '0')}.seg`);
-    this.fd = openSync(file, 'a+');
-    const seg: Segment = { firstSeq, file, legacy: false, lastSeq: firstSeq - 1, size: 0, offsets: [] };
-    this.segments.push(seg);
-    return seg;
-  }
-
   private load(): void {
-    const files = readdirSync(this.dir)
-      .map((f) => SEGMENT_FILE.exec(f))
-      .filter((m): m is RegExpExecArray => m !== null)
-      .sort((a, b) => Number(a[1]) - Number(b[1]));
-    for (const m of files) {
-      const file = path.join(this.dir, m[0]);
-      const firstSeq = Number(m[1]);
-      const legacy = m[2] === 'log';
-      const seg: Segment = { firstSeq, file, legacy, lastSeq: firstSeq - 1, size: 0, offsets: [] };
-      const fd = openSync(file, 'r+');
-      try {
-        const { size, lastSeq } = scanSegment(fd, firstSeq, seg.offsets, legacy ? legacyChecksum : checksum);
-        if (size < fstatSync(fd).size) {
-          ftruncateSync(fd, size);
-          fdatasyncSync(fd);
-        }
-        seg.size = size;
-        seg.lastSeq = lastSeq;
-      } finally {
-        closeSync(fd);
-      }
-      this.segments.push(seg);
+    this.lost = readLostRanges(this.dir);
+    const files = listSegments(this.fs.readdirSync(this.dir));
+    files.forEach((f, i) => this.segments.push(this.loadSegment(path.join(this.dir, f.name), f.firstSeq, f.legacy, i === files.length - 1)));
+    for (let i = 1; i < this.segments.length; i++) {
+      const prev = this.segments[i - 1] as Segment;
+      const seg = this.segments[i] as Segment;
+      if (seg.firstSeq === prev.lastSeq + 1) continue;
+      if (seg.firstSeq > prev.lastSeq + 1 && this.nextAfter(prev.lastSeq) === seg.firstSeq) continue;
+      throw corrupt(
+        seg.file,
+        0,
+        seg.firstSeq <= prev.lastSeq ? `it starts at seq ${seg.firstSeq}, inside ${prev.file}` : `seqs ${prev.lastSeq + 1}..${seg.firstSeq - 1} are missing before it`,
+      );
     }
-    this.tailFirst = this.lastSeq + 1;
+    this.nextSeq = this.nextAfter(this.lastSeq);
+    this.tailFirst = this.nextSeq;
     const last = this.segments.at(-1);
-    if (last !== undefined && !last.legacy) this.fd = openSync(last.file, 'a+');
+    if (last !== undefined && !last.legacy) this.fd = this.fs.openSync(last.file);
+  }
+
+  private loadSegment(file: string, firstSeq: number, legacy: boolean, isLast: boolean): Segment {
+    const fd = this.fs.openSync(file);
+    try {
+      const scan = scanSegment(this.fs, fd, firstSeq, legacy);
+      if (scan.fault !== null) {
+        const where = `${scan.fault.reason === 'incomplete' ? 'an incomplete frame' : scan.fault.reason === 'checksum' ? 'a frame whose checksum does not match' : 'a frame out of sequence'}`;
+        if (!isLast) throw corrupt(file, scan.fault.offset, `${where}, in a segment that is not the last`);
+        if (scan.laterGroup !== null) throw corrupt(file, scan.fault.offset, `${where}, followed by messages appended after it (seq ${scan.laterGroup.seq} at byte ${scan.laterGroup.offset})`);
+        // A group a crash interrupted: never acknowledged, cut off.
+        this.logger.warn({ file, offset: scan.fault.offset, bytes: scan.fileSize - scan.size }, 'cutting off the torn tail of the log');
+        this.fs.ftruncateSync(fd, scan.size);
+        this.fs.fdatasyncSync(fd);
+      }
+      return { firstSeq, file, legacy, lastSeq: scan.lastSeq, size: scan.size, offsets: scan.offsets };
+    } finally {
+      this.fs.closeSync(fd);
+    }
   }
 
   /** Reads up to maxEntries messages starting at seq `from`; stops at the durable end. */
@@ -251,9 +365,17 @@ export class SegmentLog {
         next += 1;
         continue;
       }
+      const index = this.segmentIndexFor(next);
+      const seg = this.segments[index];
+      if (seg === undefined || next < seg.firstSeq) break;
+      if (next > seg.lastSeq) {
+        // A lost range (or an empty segment): on to the next segment that holds messages.
+        const following = this.segments[index + 1];
+        if (following === undefined) break;
+        next = following.firstSeq;
+        continue;
+      }
       // Older than the tail cache: one read of a run of frames from the segment holding `next`.
-      const seg = this.segments[this.segmentIndexFor(next)];
-      if (seg === undefined || next > seg.lastSeq || next < seg.firstSeq) break;
       const first = next - seg.firstSeq;
       let last = first;
       const budget = Math.max(1, Math.min(maxEntries - out.length, 4096));
@@ -261,21 +383,10 @@ export class SegmentLog {
       while (last + 1 < seg.offsets.length && last + 1 - first < budget && seg.offsets[last + 1]! - start < maxBytes - bytes && !this.tail.has(seg.firstSeq + last + 1)) last += 1;
       const end = last + 1 < seg.offsets.length ? seg.offsets[last + 1]! : seg.size;
       const chunk = Buffer.allocUnsafe(end - start);
-      const handle = await fs.open(seg.file, 'r');
-      try {
-        let got = 0;
-        while (got < chunk.length) {
-          const { bytesRead } = await handle.read(chunk, got, chunk.length - got, start + got);
-          if (bytesRead === 0) break;
-          got += bytesRead;
-        }
-        if (got < chunk.length) throw new Error(`segment ${seg.file} is shorter than its index`);
-      } finally {
-        await handle.close();
-      }
+      if ((await this.fs.readAt(seg.file, chunk, start)) < chunk.length) throw new DrisError('storage_corrupt', `segment ${seg.file} is shorter than its index`);
       let pos = 0;
       while (pos + HEADER <= chunk.length) {
-        const len = chunk.readUInt32LE(pos);
+        const len = chunk.readUInt32LE(pos) & LENGTH_MASK;
         const seq = chunk.readDoubleLE(pos + 8);
         out.push({ seq, payload: chunk.subarray(pos + HEADER, pos + HEADER + len) });
         bytes += len;
@@ -299,41 +410,55 @@ export class SegmentLog {
     while (this.segments.length > 1) {
       const seg = this.segments[0];
       if (seg === undefined || seg.lastSeq >= seq) break;
+      try {
+        this.fs.unlinkSync(seg.file);
+      } catch (err) {
+        // Kept: tried again at the next acknowledgement.
+        this.logger.warn({ err, file: seg.file }, 'removing an acknowledged segment failed');
+        return;
+      }
       this.segments.shift();
-      unlinkSync(seg.file);
       if (this.tailFirst <= seg.lastSeq) {
         for (let q = this.tailFirst; q <= seg.lastSeq; q++) this.forget(q);
         this.tailFirst = seg.lastSeq + 1;
       }
+      this.housekeeping = this.housekeeping.then(() =>
+        this.fs.fsyncDir(this.dir).catch((err: unknown) => {
+          this.fail(`flushing the directory after removing ${seg.file} failed`, err);
+        }),
+      );
     }
   }
 
   async close(): Promise<void> {
     while (this.flushing) await new Promise((r) => setImmediate(r));
     this.closed = true;
-    if (this.fd >= 0) closeSync(this.fd);
+    await this.housekeeping;
+    if (this.fd >= 0) this.fs.closeSync(this.fd);
     this.fd = -1;
   }
 }
 
-function scanSegment(fd: number, firstSeq: number, offsets: number[], sum: Checksum): { size: number; lastSeq: number } {
-  const total = fstatSync(fd).size;
-  const header = Buffer.alloc(HEADER);
-  let pos = 0;
-  let lastSeq = firstSeq - 1;
-  while (pos + HEADER <= total) {
-    if (readSync(fd, header, 0, HEADER, pos) < HEADER) break;
-    const len = header.readUInt32LE(0);
-    const expected = header.readUInt32LE(4);
-    const seq = header.readDoubleLE(8);
-    if (pos + HEADER + len > total || seq !== lastSeq + 1) break;
-    const payload = Buffer.allocUnsafe(len);
-    if (readSync(fd, payload, 0, len, pos + HEADER) < len || sum(payload) !== expected) break;
-    offsets.push(pos);
-    lastSeq = seq;
-    pos += HEADER + len;
+function corrupt(file: string, offset: number, what: string): DrisError {
+  return new DrisError(
+    'storage_corrupt',
+    `${file} is damaged at byte ${offset}: ${what}. Nothing was changed. Inspect it with \`dris queue check\`; \`dris queue repair\` (service stopped) keeps the intact messages, moves the damaged bytes aside and records the lost seqs`,
+  );
+}
+
+function readLostRanges(dir: string): LostRange[] {
+  let text: string;
+  try {
+    text = readFileSync(path.join(dir, LOST_RANGES_FILE), 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
   }
-  return { size: pos, lastSeq };
+  try {
+    return parseLostRanges(text);
+  } catch (err) {
+    throw new DrisError('storage_corrupt', `${path.join(dir, LOST_RANGES_FILE)} cannot be read; run \`dris queue check\``, { cause: err });
+  }
 }
 
 function sliceBuffers(buffers: readonly Buffer[], skip: number): Buffer[] {
