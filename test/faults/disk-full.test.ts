@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import { eventually, request, startService, type ServiceHandle } from '../harness/service.js';
+import { adminRequest, eventually, request, startService, type ServiceHandle } from '../harness/service.js';
 import { fill, freeBytes, isRoot, mountTmpfs } from './helpers/disk.js';
 import { awaitReconciled, isErrorBody, killTree, Ledger, type Answer } from './helpers/records.js';
 
@@ -25,6 +25,12 @@ interface Health {
 
 async function health(svc: ServiceHandle): Promise<{ code: number; body: Health }> {
   const r = await request<Health>(svc, 'GET', '/api/Admin/health');
+  return { code: r.status, body: r.body };
+}
+
+/** The detailed report of the admin listener: the public one carries statuses only, no codes. */
+async function detailedHealth(svc: ServiceHandle): Promise<{ code: number; body: Health }> {
+  const r = await adminRequest<Health>(svc, 'GET', '/admin/v1/health');
   return { code: r.status, body: r.body };
 }
 
@@ -126,7 +132,7 @@ t.test('a full disk: refused honestly, resumed by itself, nothing answered 202 l
   t.ok(freeBytes(disk.dir) < floor, 'below the floor');
   const belowFloor = await ingestUntilRefused(ledger, svc, key, 10);
   checkRefusals(t, belowFloor, ['storage_full'], 'below the floor');
-  t.equal((await health(svc)).body.dependencies['storage']?.error, 'storage_full');
+  t.equal((await detailedHealth(svc)).body.dependencies['storage']?.error, 'storage_full');
   rmSync(filler);
   await awaitAccepting(ledger, svc, key);
   for (let i = 0; i < 3; i++) await ledger.bulk(svc, key, 20);
