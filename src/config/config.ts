@@ -90,6 +90,8 @@ export interface Config {
   /** Largest body of a bulk request, bytes. */
   readonly maxBulkBodyBytes: number;
   readonly idempotencyTtlMs: number;
+  /** Length of a pending idempotency lease (renewed while its request works), milliseconds. */
+  readonly idempotencyLeaseMs: number;
   /** Roles this process runs; all by default (embedded), a subset in a cluster. */
   readonly roles: readonly Role[];
   readonly allowSlowHttp: boolean;
@@ -335,6 +337,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       maxBodyBytes: r.int('DRIS_MAX_BODY_BYTES', MiB, 1024, 64 * MiB),
       maxBulkBodyBytes: r.int('DRIS_MAX_BULK_BODY_BYTES', 16 * MiB, 1024, 256 * MiB),
       idempotencyTtlMs: r.int('DRIS_IDEMPOTENCY_TTL_MS', 86_400_000, 1000, 7 * 86_400_000),
+      idempotencyLeaseMs: r.int('DRIS_IDEMPOTENCY_LEASE_MS', 10_000, 300, 600_000),
       roles: parseRoles(r),
       allowSlowHttp: r.bool('DRIS_ALLOW_SLOW_HTTP', false),
       logLevel: r.oneOf('DRIS_LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),

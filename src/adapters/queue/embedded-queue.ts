@@ -2,9 +2,9 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { DrisError } from '../../errors/dris-error.js';
 import type { AcceptedRecord, OutgoingRecord } from '../../domain/records/types.js';
-import type { ConsumeOptions, Delivery, RecordQueue, Subscription } from '../../domain/records/ports.js';
+import type { ConsumeOptions, Delivery, NotedMessage, PublishOptions, PublishResult, RecordQueue, Subscription } from '../../domain/records/ports.js';
 import { componentLogger } from '../../util/logger.js';
-import { decodeMessage, encodeRecords } from './record-codec.js';
+import { decodeLabelled, decodeMessage, encodeRecords, messageLabel } from './record-codec.js';
 import { SegmentLog } from './segment-log.js';
 
 /**
@@ -12,7 +12,16 @@ import { SegmentLog } from './segment-log.js';
  * A publish resolves after fdatasync (group-committed), which is what a 202 promises. Each named
  * consumer keeps an ack floor on disk; after a crash it resumes from that floor, so delivery is at
  * least once, and consumers are idempotent by ingestId (as with JetStream).
+ *
+ * A message published with an id is deduplicated as JetStream does it: the queue keeps id → seq
+ * for the messages it holds (rebuilt from the log at open), and a publish of an id it holds stores
+ * nothing and answers with the records stored first. The window is the log's retention: a message
+ * leaves it once every consumer is done with it, so ingestion also records the outcome of each
+ * keyed publish in the idempotency store (and, after a crash, from `notedMessages`).
  */
+
+/** Most bytes of records in a message published with options. */
+const MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
 
 export interface EmbeddedQueueOptions {
   readonly dir: string;
@@ -98,12 +107,44 @@ export class EmbeddedQueue implements RecordQueue {
   private pendingPublishes = 0;
   private closed = false;
   private readonly log$ = componentLogger('embedded-queue');
+  /** Message id → seq of the messages with an id that the log holds. */
+  private readonly ids = new Map<string, number>();
+  /** Publishes of an id still awaiting the disk: a concurrent publish of the same id waits for it. */
+  private readonly writingIds = new Map<string, Promise<number>>();
+  /** Resolves once `ids` has been rebuilt from the log. */
+  private readonly indexed: Promise<void>;
+  readonly maxMessageBytes = MAX_MESSAGE_BYTES;
 
   private constructor(private readonly options: EmbeddedQueueOptions) {
     mkdirSync(path.join(options.dir, 'consumers'), { recursive: true });
     this.log = SegmentLog.open(path.join(options.dir, 'log'));
     for (const name of options.consumers) this.stateOf(name);
     this.log.onAppend(() => this.wakeAll());
+    this.indexed = this.rebuildIds();
+    // Publishes report a failed rebuild; this only keeps it from being an unhandled rejection.
+    this.indexed.catch((err: unknown) => this.log$.error({ err }, 'message id index rebuild failed'));
+  }
+
+  private async rebuildIds(): Promise<void> {
+    for await (const { seq, payload } of this.entries()) {
+      const label = messageLabel(payload);
+      if (label !== null) this.ids.set(label.id, seq);
+    }
+  }
+
+  /** Every message the log holds, oldest first, read up to the durable end at the time of the call. */
+  private async *entries(): AsyncGenerator<{ seq: number; payload: Buffer }> {
+    const last = this.log.lastSeq;
+    let from = this.log.firstSeq;
+    while (from <= last) {
+      const batch = await this.log.read(from, 4096);
+      if (batch.length === 0) break;
+      for (const e of batch) {
+        if (e.seq > last) return;
+        from = e.seq + 1;
+        yield e;
+      }
+    }
   }
 
   static open(options: EmbeddedQueueOptions): EmbeddedQueue {
@@ -124,17 +165,77 @@ export class EmbeddedQueue implements RecordQueue {
     for (const w of [...this.wakers]) w();
   }
 
-  async publish(records: readonly OutgoingRecord[]): Promise<void> {
-    if (records.length === 0) return;
+  async publish(records: readonly OutgoingRecord[], options?: PublishOptions): Promise<PublishResult> {
+    if (records.length === 0) return { duplicate: false };
     if (this.closed) throw new DrisError('dependency_unavailable', 'queue is closed');
+    const msgId = options?.msgId;
+    if (msgId === undefined) {
+      await this.append(encodeRecords(records));
+      return { duplicate: false };
+    }
+    await this.indexed.catch((err: unknown) => {
+      throw new DrisError('dependency_unavailable', 'queue index unavailable', { cause: err });
+    });
+    for (;;) {
+      // A concurrent publish of the id is ahead: its outcome is this one's.
+      const writing = this.writingIds.get(msgId);
+      if (writing !== undefined) {
+        const seq = await writing.catch(() => null);
+        if (seq === null) continue;
+        const stored = await this.storedUnder(msgId, seq);
+        if (stored !== null) return stored;
+        continue;
+      }
+      const seq = this.ids.get(msgId);
+      if (seq !== undefined) {
+        const stored = await this.storedUnder(msgId, seq);
+        if (stored !== null) return stored;
+        this.ids.delete(msgId);
+      }
+      const write = this.append(encodeRecords(records, { id: msgId, note: options?.note ?? '' }));
+      this.writingIds.set(msgId, write);
+      try {
+        this.ids.set(msgId, await write);
+      } finally {
+        this.writingIds.delete(msgId);
+      }
+      return { duplicate: false };
+    }
+  }
+
+  private async append(message: Buffer): Promise<number> {
     if (this.pendingPublishes >= this.options.maxPendingPublishes) throw new DrisError('overloaded', 'too many records awaiting the queue');
     this.pendingPublishes += 1;
     try {
-      await this.log.append(encodeRecords(records));
+      return await this.log.append(message);
     } catch (err) {
       throw new DrisError('dependency_unavailable', 'queue write failed', { cause: err });
     } finally {
       this.pendingPublishes -= 1;
+    }
+  }
+
+  /** The message stored under `msgId` at `seq`, as a duplicate's answer; null when the log no longer holds it. */
+  private async storedUnder(msgId: string, seq: number): Promise<PublishResult | null> {
+    if (seq < this.log.firstSeq) return null;
+    let entries;
+    try {
+      entries = await this.log.read(seq, 1);
+    } catch (err) {
+      throw new DrisError('dependency_unavailable', 'queue read failed', { cause: err });
+    }
+    const e = entries[0];
+    if (e?.seq !== seq) return null;
+    const { label, records } = decodeLabelled(e.payload);
+    if (label?.id !== msgId) return null;
+    return { duplicate: true, records, note: label.note };
+  }
+
+  async *notedMessages(): AsyncGenerator<NotedMessage> {
+    for await (const { payload } of this.entries()) {
+      if (messageLabel(payload) === null) continue;
+      const { label, records } = decodeLabelled(payload);
+      if (label !== null && label.note.length > 0) yield { msgId: label.id, note: label.note, records };
     }
   }
 
@@ -271,7 +372,13 @@ export class EmbeddedQueue implements RecordQueue {
   private retain(): void {
     let min = Infinity;
     for (const s of this.states.values()) min = Math.min(min, s.ackFloor);
-    if (Number.isFinite(min)) this.log.truncateBefore(min + 1);
+    if (!Number.isFinite(min)) return;
+    const first = this.log.firstSeq;
+    this.log.truncateBefore(min + 1);
+    if (this.log.firstSeq === first) return;
+    // Ids of the messages that left with their segment; a whole segment went, so this is rare.
+    const floor = this.log.firstSeq;
+    for (const [id, seq] of this.ids) if (seq < floor) this.ids.delete(id);
   }
 
   /** Highest durable position and each consumer's floor: for health and tests. */
