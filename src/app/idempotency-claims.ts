@@ -90,15 +90,16 @@ export class RequestClaims {
   /**
    * Stores the answer of a key (held or not: a request answering from a stored duplicate completes
    * the key with the original's answer). A failure is logged, not thrown: the records are durable
-   * by now, and a retry finds them through the key's message id.
+   * by now, and a retry finds them through the key's message id; the lease is then let go, so that
+   * retry need not wait for it.
    */
   async complete(key: string, entry: DoneEntry): Promise<void> {
     try {
       await this.store.complete(key, entry, this.settings.ttlMs);
+      this.held.delete(key);
     } catch (err) {
       log.warn({ err }, 'idempotency answer not stored; a retry is answered from the queue');
-    } finally {
-      this.held.delete(key);
+      await this.release([key]);
     }
   }
 
