@@ -81,6 +81,7 @@ async function openQueue(cfg: Config): Promise<{ queue: RecordQueue; adapter: st
       servers: n.url,
       stream: n.stream,
       replicas: n.replicas,
+      publishTimeoutMs: n.publishTimeoutMs,
       maxPendingPublishes: cfg.maxPendingPublishes,
       ...(n.user !== undefined ? { user: n.user } : {}),
       ...(n.pass !== undefined ? { pass: n.pass } : {}),

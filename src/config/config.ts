@@ -20,6 +20,8 @@ export interface NatsConfig {
   readonly credsFile?: string;
   readonly stream: string;
   readonly replicas: number;
+  /** Wait for one publish acknowledgement, milliseconds (tried three times under one message id). */
+  readonly publishTimeoutMs: number;
 }
 
 export interface RedisConfig {
@@ -274,7 +276,12 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     natsUrl === undefined
       ? undefined
       : withOptional(
-          { url: natsUrl, stream: r.str('NATS_STREAM') ?? 'DRIS_RECORDS', replicas: r.int('NATS_REPLICAS', 1, 1, 5) },
+          {
+            url: natsUrl,
+            stream: r.str('NATS_STREAM') ?? 'DRIS_RECORDS',
+            replicas: r.int('NATS_REPLICAS', 1, 1, 5),
+            publishTimeoutMs: r.int('NATS_PUBLISH_TIMEOUT_MS', 5000, 100, 120_000),
+          },
           { user: r.str('NATS_USER'), pass: r.str('NATS_PASSWORD'), token: r.str('NATS_TOKEN'), credsFile: r.str('NATS_CREDS_FILE') },
         );
   const redis: RedisConfig | undefined =
