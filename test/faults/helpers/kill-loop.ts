@@ -1,6 +1,6 @@
 import type { Test } from 'tap';
 import { allSnapshots, batchesOf } from '../../harness/pipeline.js';
-import { createKey, eventually, request, startService, type ServiceHandle } from '../../harness/service.js';
+import { createKey, eventually, request, startService } from '../../harness/service.js';
 import { bulkRequest, listAll, newStats, reckon, sendUntilAccepted, singleRequest, type Acked, type KeyedRequest, type Listed } from './keyed-load.js';
 
 /**
