@@ -386,7 +386,7 @@ export class NatsQueue implements RecordQueue {
     const msgID = options.msgId ?? idOfIngestIds(records.map((r) => r.ingestId));
     const label: MessageLabel | undefined = options.msgId === undefined ? undefined : { id: options.msgId, note: options.note ?? '' };
     const body = encodeMessage(frames, label);
-    if (body.length > this.maxBodyBytes || frames.reduce((n, f) => n + f.length, 0) > this.maxMessageBytes) {
+    if (body.length > this.maxBodyBytes) {
       throw new DrisError('payload_too_large', 'records exceed the queue message size limit');
     }
     if (this.pendingBytes + body.length > this.opts.maxPendingBytes) throw new DrisError('overloaded', 'too many queued bytes in progress');

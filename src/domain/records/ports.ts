@@ -68,7 +68,11 @@ export interface RecordQueue {
    * retry after a crash or an indeterminate failure (a lost acknowledgement) stores nothing twice.
    */
   publish(records: readonly OutgoingRecord[], options?: PublishOptions): Promise<PublishResult>;
-  /** Most bytes of encoded records (payloads and metadata) in one message published with options. */
+  /**
+   * Bytes of encoded records (payloads and metadata) a message published with options should not
+   * exceed: what a caller splitting many records into messages aims for, leaving room for the
+   * message's id and note. One record alone may exceed it up to the queue's own message limit.
+   */
   readonly maxMessageBytes: number;
   /**
    * Messages with a note that the queue holds on local disk, oldest first: for a queue whose
