@@ -95,6 +95,16 @@ export function answerOf(r: RecordEnvelope & { recordHash: string; acceptedAt: s
 // ids, hashes, salt, times, key id and correlation id (at most 128 characters).
 const FIXED_META_BYTES = 1024;
 
+/** Characters JSON.stringify escapes; a string without them is its UTF-8 bytes between quotes. */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what JSON escapes
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\u2028\u2029\ud800-\udfff]/;
+
+/** Bytes of JSON.stringify(value) at most, without building it. */
+function jsonBytesAtMost(value: string): number {
+  // An escape is at most six bytes for one UTF-16 unit.
+  return NEEDS_ESCAPE.test(value) ? 6 * value.length + 2 : Buffer.byteLength(value, 'utf8') + 2;
+}
+
 /**
  * An upper bound of a record's bytes in a queue message that depends on the request only (not on
  * the salt, ids or times chosen at acceptance), so parts are formed alike on every retry.
@@ -103,7 +113,7 @@ export function messageWeight(c: Candidate): number {
   const r = c.req;
   let n = FIXED_META_BYTES + (c.payload.canonicalBytes?.byteLength ?? Buffer.byteLength(c.payload.canonical, 'utf8'));
   for (const f of [r.tenantId, r.clientId, r.database, r.collection, r.recordId, r.recordVersion, r.operationType, r.sourceTimestamp, c.idempotencyKey]) {
-    if (f !== null) n += Buffer.byteLength(JSON.stringify(f), 'utf8');
+    if (f !== null) n += jsonBytesAtMost(f);
   }
   return n;
 }
