@@ -21,7 +21,7 @@ fail_setup() {
 source scripts/tools.sh || fail_setup "tools.sh"
 set +e
 for s in "${suites[@]}"; do
-  if [ "$s" = integration ]; then
+  if [ "$s" = integration ] || [ "$s" = faults ]; then
     ensure_nats >/dev/null || fail_setup "nats-server"
     ensure_redis >/dev/null || fail_setup "redis-server"
     ensure_kubo >/dev/null || fail_setup "kubo"

@@ -1,7 +1,7 @@
-import t, { type Test } from 'tap';
-import { startNats, startRedis } from '../harness/servers.js';
-import { createKey, eventually, request, startService, type ServiceHandle } from '../harness/service.js';
-import { bulkRequest, listAll, newStats, sendUntilAccepted, singleRequest, type Acked, type KeyedRequest } from './helpers/keyed-load.js';
+import type { Test } from 'tap';
+import { startNats, startRedis } from '../../harness/servers.js';
+import { createKey, eventually, request, startService, type ServiceHandle } from '../../harness/service.js';
+import { bulkRequest, listAll, newStats, sendUntilAccepted, singleRequest, type Acked, type KeyedRequest } from './keyed-load.js';
 
 /**
  * Idempotency after a crash (issue 14): the same key sent concurrently, the service SIGKILLed
@@ -69,13 +69,15 @@ async function crashRounds(t: Test, name: string, env: Record<string, string>): 
   return state;
 }
 
-t.test('embedded: the same key sent concurrently, SIGKILL within 50 ms, restart, resend', async (t) => {
+/** Embedded: the same key in flight at SIGKILL, twice (a single and a bulk request). */
+export async function embeddedCrash(t: Test): Promise<void> {
   const c = await crashRounds(t, 'embedded', { DRIS_RATE_LIMITS: 'standard=1000000' });
   const counts = await countStored(c.svc, c.apiKey, c.requests.flatMap((r) => r.recordIds), 30_000);
   for (const req of c.requests) assertOnce(t, req, counts);
-});
+}
 
-t.test('nats+redis: SIGKILL with the same key in flight, then an indeterminate publish failure (nats-server paused past the ack timeout)', async (t) => {
+/** NATS + Redis: the same key in flight at SIGKILL, then an indeterminate publish failure (nats-server paused past the ack timeout). */
+export async function natsCrash(t: Test): Promise<void> {
   const nats = await startNats();
   t.teardown(async () => {
     nats.signal('SIGCONT');
@@ -114,4 +116,4 @@ t.test('nats+redis: SIGKILL with the same key in flight, then an indeterminate p
   const all = [...c.requests, single, bulk];
   const counts = await countStored(svc, c.apiKey, all.flatMap((r) => r.recordIds), 90_000);
   for (const req of all) assertOnce(t, req, counts);
-});
+}
