@@ -55,7 +55,7 @@ export function parseNote(text: string | null): IdempotencyNote | null {
   }
 }
 
-export function fingerprintOf(parts: readonly (string | null)[]): string {
+function fingerprintOf(parts: readonly (string | null)[]): string {
   return createHash('sha256').update(JSON.stringify(parts)).digest('hex');
 }
 

@@ -9,7 +9,7 @@ import { newIngestId } from '../domain/records/ids.js';
 import { assertTenant, type Principal } from './authenticator.js';
 import { validateBulkEnvelope, validateIngestRecord } from './validators.js';
 import { RequestClaims, type ClaimOutcome } from './idempotency-claims.js';
-import { answerOf, fingerprintOf, messageIdOf, noteText, recordFingerprint, type Candidate } from './ingest-messages.js';
+import { answerOf, messageIdOf, noteText, recordFingerprint, type Candidate } from './ingest-messages.js';
 import { BulkIngestion, MAX_BULK_ITEMS } from './bulk-ingest.js';
 
 /** What ingestion needs of the hashing engine (HashingService implements it). */
@@ -119,18 +119,8 @@ export class IngestService {
       sourceTimestamp: req.sourceTimestamp ?? null,
     };
     let memo: string | undefined;
-    const fingerprint = (): string =>
-      (memo ??= fingerprintOf([
-        norm.tenantId,
-        norm.clientId,
-        norm.database,
-        norm.collection,
-        norm.recordId,
-        norm.recordVersion,
-        norm.operationType,
-        norm.sourceTimestamp,
-        payload.payloadHash,
-      ]));
+    // The same function as for a stored record: a duplicate found in the queue is compared with it.
+    const fingerprint = (): string => (memo ??= recordFingerprint({ ...norm, payloadHash: payload.payloadHash }));
     return { ok: true, candidate: { index, req: norm, payload, idempotencyKey: req.idempotencyKey ?? null, fingerprint } };
   }
 
