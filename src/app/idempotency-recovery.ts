@@ -15,16 +15,21 @@ export async function recoverIdempotencyAnswers(queue: RecordQueue, store: Idemp
   if (queue.notedMessages === undefined) return 0;
   const log = componentLogger('idempotency');
   let completed = 0;
-  for await (const m of queue.notedMessages()) {
-    const note = parseNote(m.note);
-    const record = m.records[0];
-    if (note === null || note.p !== undefined || record === undefined || m.records.length !== 1) continue;
-    const left = Date.parse(record.acceptedAt) + ttlMs - now();
-    if (!(left > 0)) continue;
-    const entry = await store.get(note.k);
-    if (entry?.state === 'done') continue;
-    const stored = await store.complete(note.k, { state: 'done', fingerprint: recordFingerprint(record), status: 202, body: JSON.stringify(answerOf(record)) }, left);
-    if (stored) completed += 1;
+  try {
+    for await (const m of queue.notedMessages()) {
+      const note = parseNote(m.note);
+      const record = m.records[0];
+      if (note === null || note.p !== undefined || record === undefined || m.records.length !== 1) continue;
+      const left = Date.parse(record.acceptedAt) + ttlMs - now();
+      if (!(left > 0)) continue;
+      const entry = await store.get(note.k);
+      if (entry?.state === 'done') continue;
+      const stored = await store.complete(note.k, { state: 'done', fingerprint: recordFingerprint(record), status: 202, body: JSON.stringify(answerOf(record)) }, left);
+      if (stored) completed += 1;
+    }
+  } catch (err) {
+    // Not fatal: while the queue holds the messages, a retry is answered from them anyway.
+    log.error({ err, completed }, 'idempotency answers could not all be recovered from the queue');
   }
   if (completed > 0) log.info({ completed }, 'idempotency answers recovered from the queue');
   return completed;

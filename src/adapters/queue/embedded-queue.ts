@@ -4,7 +4,7 @@ import { DrisError } from '../../errors/dris-error.js';
 import type { AcceptedRecord, OutgoingRecord } from '../../domain/records/types.js';
 import type { ConsumeOptions, Delivery, NotedMessage, PublishOptions, PublishResult, RecordQueue, Subscription } from '../../domain/records/ports.js';
 import { componentLogger } from '../../util/logger.js';
-import { decodeLabelled, decodeMessage, encodeRecords, messageLabel } from './record-codec.js';
+import { decodeLabelled, decodeMessage, encodeRecords, messageLabel, type MessageLabel } from './record-codec.js';
 import { SegmentLog } from './segment-log.js';
 
 /**
@@ -127,7 +127,7 @@ export class EmbeddedQueue implements RecordQueue {
 
   private async rebuildIds(): Promise<void> {
     for await (const { seq, payload } of this.entries()) {
-      const label = messageLabel(payload);
+      const label = labelOf(payload, seq, this.log$);
       if (label !== null) this.ids.set(label.id, seq);
     }
   }
@@ -232,9 +232,16 @@ export class EmbeddedQueue implements RecordQueue {
   }
 
   async *notedMessages(): AsyncGenerator<NotedMessage> {
-    for await (const { payload } of this.entries()) {
-      if (messageLabel(payload) === null) continue;
-      const { label, records } = decodeLabelled(payload);
+    for await (const { seq, payload } of this.entries()) {
+      if (labelOf(payload, seq, this.log$) === null) continue;
+      let decoded;
+      try {
+        decoded = decodeLabelled(payload);
+      } catch {
+        // Consumers skip it with an error of their own.
+        continue;
+      }
+      const { label, records } = decoded;
       if (label !== null && label.note.length > 0) yield { msgId: label.id, note: label.note, records };
     }
   }
@@ -398,5 +405,15 @@ export class EmbeddedQueue implements RecordQueue {
     for (const s of this.states.values()) s.persistNow();
     this.wakeAll();
     await this.log.close();
+  }
+}
+
+/** A message's label; null for unlabelled messages and (logged) for a label that cannot be read. */
+function labelOf(payload: Buffer, seq: number, log: ReturnType<typeof componentLogger>): MessageLabel | null {
+  try {
+    return messageLabel(payload);
+  } catch (err) {
+    log.error({ seq, err }, 'queue message with an unreadable label: its id is not deduplicated');
+    return null;
   }
 }
