@@ -31,6 +31,7 @@ import { HashPool } from './adapters/hashing/hash-pool.js';
 import { loadHashingBackend } from './adapters/hashing/select-backend.js';
 import { EmbeddedQueue } from './adapters/queue/embedded-queue.js';
 import { EmbeddedAdmissionStore } from './adapters/limits/embedded-admission-store.js';
+import { recoverIdempotencyAnswers } from './app/idempotency-recovery.js';
 import { ProcessLock } from './adapters/process-lock.js';
 import { StorageGuard } from './adapters/storage/storage-guard.js';
 import { onStorageFault } from './adapters/storage/storage-faults.js';
@@ -92,6 +93,7 @@ async function openQueue(cfg: Config, guard: StorageGuard | null): Promise<{ que
       stream: n.stream,
       replicas: n.replicas,
       deadLetterStream: n.deadLetterStream,
+      publishTimeoutMs: n.publishTimeoutMs,
       maxPendingPublishes: cfg.maxPendingPublishes,
       ...(n.user !== undefined ? { user: n.user } : {}),
       ...(n.pass !== undefined ? { pass: n.pass } : {}),
@@ -378,7 +380,9 @@ export async function startService(cfg: Config): Promise<RunningService> {
       if (admin.file !== null) log.info({ file: admin.file }, 'key administration token file');
 
       const authenticator = new Authenticator(index, { refreshMs: cfg.keyRefreshMs });
-      const ingest = new IngestService({ hasher, queue, idempotency: admission, idempotencyTtlMs: cfg.idempotencyTtlMs });
+      const ingest = new IngestService({ hasher, queue, idempotency: admission, idempotencyTtlMs: cfg.idempotencyTtlMs, idempotencyLeaseMs: cfg.idempotencyLeaseMs });
+      // Before the first request: a key whose record was stored just before a crash gets its answer.
+      await recoverIdempotencyAnswers(queue, admission, cfg.idempotencyTtlMs);
       const health = new HealthMonitor({
         version,
         startedAtMs,

@@ -1,22 +1,16 @@
 import { createHash } from 'node:crypto';
 import { randomHex } from '../util/random.js';
-import { DrisError, errorBody, type FieldError } from '../errors/dris-error.js';
+import { DrisError, type FieldError } from '../errors/dris-error.js';
 import type { BodyShape, PreparedBody, PreparedPayload } from '../domain/hashing/port.js';
 import type { IdempotencyStore } from '../domain/limits/ports.js';
 import type { RecordQueue } from '../domain/records/ports.js';
-import {
-  HASH_SCHEME,
-  type OutgoingRecord,
-  type BulkIngestResponse,
-  type BulkItemAccepted,
-  type BulkItemRejected,
-  type IngestRecordRequest,
-  type IngestRecordResponse,
-  type RecordEnvelope,
-} from '../domain/records/types.js';
+import { HASH_SCHEME, type OutgoingRecord, type BulkIngestResponse, type IngestRecordResponse, type RecordEnvelope } from '../domain/records/types.js';
 import { newIngestId } from '../domain/records/ids.js';
 import { assertTenant, type Principal } from './authenticator.js';
 import { validateBulkEnvelope, validateIngestRecord } from './validators.js';
+import { RequestClaims, type ClaimOutcome } from './idempotency-claims.js';
+import { answerOf, messageIdOf, noteText, recordFingerprint, type Candidate } from './ingest-messages.js';
+import { BulkIngestion, MAX_BULK_ITEMS } from './bulk-ingest.js';
 
 /** What ingestion needs of the hashing engine (HashingService implements it). */
 export interface RecordHasher {
@@ -34,29 +28,14 @@ export interface IngestDeps {
   readonly queue: RecordQueue;
   readonly idempotency: IdempotencyStore;
   readonly idempotencyTtlMs: number;
+  /** Length of a pending idempotency lease, renewed while its request works; default 10 s. */
+  readonly idempotencyLeaseMs?: number;
   readonly now?: () => number;
-  /** How long a request waits for a concurrent request holding the same idempotency key. */
+  /** How long a request waits for a concurrent request holding the same idempotency key; default lease + 1 s. */
   readonly idempotencyWaitMs?: number;
 }
 
-export const MAX_BULK_ITEMS = 1000;
-
-/** A validated item ready to be hashed and queued. */
-interface Candidate {
-  readonly index: number;
-  readonly req: Required<Omit<IngestRecordRequest, 'idempotencyKey' | 'sourceTimestamp' | 'clientId'>> & {
-    clientId: string;
-    sourceTimestamp: string | null;
-  };
-  readonly payload: PreparedPayload;
-  readonly idempotencyKey: string | null;
-  /** What an idempotency key is bound to; computed only for records that carry a key. */
-  readonly fingerprint: () => string;
-}
-
-function fingerprintOf(parts: readonly (string | null)[]): string {
-  return createHash('sha256').update(JSON.stringify(parts)).digest('hex');
-}
+export { MAX_BULK_ITEMS };
 
 function syntaxError(prepared: PreparedBody): DrisError {
   return new DrisError('invalid_json', 'the body is not valid JSON', { fields: prepared.errors });
@@ -83,15 +62,21 @@ function violationsByItem(errors: readonly FieldError[], arrayName: string): { o
 
 /**
  * Ingestion: validate, hash, make durable, answer. A record is acknowledged (202) only after the
- * queue has stored it; idempotency keys make a retried request return the original answer.
+ * queue has stored it; idempotency keys make a retried request return the original answer. A keyed
+ * record is published under a message id derived from its key, so even a retry that finds no
+ * answer stored (a crash between the queue's write and the answer's, an indeterminate publish
+ * failure) is answered from the record stored first rather than stored twice.
  */
 export class IngestService {
   private readonly now: () => number;
+  private readonly leaseMs: number;
   private readonly waitMs: number;
 
   constructor(private readonly deps: IngestDeps) {
     this.now = deps.now ?? Date.now;
-    this.waitMs = deps.idempotencyWaitMs ?? 10_000;
+    this.leaseMs = deps.idempotencyLeaseMs ?? 10_000;
+    // Long enough to see the lease of a request that died end, and take the key over.
+    this.waitMs = deps.idempotencyWaitMs ?? this.leaseMs + 1000;
   }
 
   /** Validates one decoded record; returns its candidate or the field errors (paths under `prefix`). */
@@ -134,18 +119,8 @@ export class IngestService {
       sourceTimestamp: req.sourceTimestamp ?? null,
     };
     let memo: string | undefined;
-    const fingerprint = (): string =>
-      (memo ??= fingerprintOf([
-        norm.tenantId,
-        norm.clientId,
-        norm.database,
-        norm.collection,
-        norm.recordId,
-        norm.recordVersion,
-        norm.operationType,
-        norm.sourceTimestamp,
-        payload.payloadHash,
-      ]));
+    // The same function as for a stored record: a duplicate found in the queue is compared with it.
+    const fingerprint = (): string => (memo ??= recordFingerprint({ ...norm, payloadHash: payload.payloadHash }));
     return { ok: true, candidate: { index, req: norm, payload, idempotencyKey: req.idempotencyKey ?? null, fingerprint } };
   }
 
@@ -153,24 +128,12 @@ export class IngestService {
     return `idem:${tenantId}:${key}`;
   }
 
-  /**
-   * Claims an idempotency key. Returns null when this request owns it, or the stored answer to
-   * replay; a different request under the same key is a conflict (409).
-   */
-  private async claim(key: string, fingerprint: string): Promise<{ status: number; body: string } | null> {
-    const deadline = this.now() + this.waitMs;
-    for (;;) {
-      const r = await this.deps.idempotency.reserve(key, fingerprint, this.deps.idempotencyTtlMs);
-      if (r.reserved) return null;
-      if (r.entry.fingerprint !== fingerprint) throw new DrisError('idempotency_conflict', 'the idempotency key was used for a different request');
-      if (r.entry.state === 'done') return { status: r.entry.status, body: r.entry.body };
-      // Same request in flight elsewhere: wait for its answer rather than accept it twice.
-      if (this.now() >= deadline) throw new DrisError('idempotency_in_progress', 'a request with this idempotency key is still in progress');
-      await new Promise((res) => setTimeout(res, 15));
-    }
+  private claims(): RequestClaims {
+    return new RequestClaims(this.deps.idempotency, { leaseMs: this.leaseMs, waitMs: this.waitMs, ttlMs: this.deps.idempotencyTtlMs });
   }
 
-  private async accept(principal: Principal, candidates: readonly Candidate[], correlationId: string): Promise<OutgoingRecord[]> {
+  /** The records of these candidates, hashed, with their salts, ids and acceptance time. */
+  private async build(principal: Principal, candidates: readonly Candidate[], correlationId: string): Promise<OutgoingRecord[]> {
     const acceptedAtMs = this.now();
     const acceptedAt = new Date(acceptedAtMs).toISOString();
     const envelopes: RecordEnvelope[] = candidates.map((c) => ({
@@ -211,7 +174,6 @@ export class IngestService {
         correlationId,
       };
     }
-    await this.deps.queue.publish(records);
     return records;
   }
 
@@ -229,31 +191,32 @@ export class IngestService {
       });
     }
     const idem = headerKey ?? cand.idempotencyKey;
-    const key = idem === null ? null : this.idemKey(cand.req.tenantId, idem);
-    if (key !== null) {
-      const replay = await this.claim(key, cand.fingerprint());
-      if (replay !== null) return { status: replay.status, body: { ...(JSON.parse(replay.body) as IngestRecordResponse), idempotencyReplayed: true } };
+    if (idem === null) {
+      const [rec] = (await this.build(principal, [cand], correlationId)) as [OutgoingRecord];
+      await this.deps.queue.publish([rec]);
+      return { status: 202, body: answerOf(rec) };
     }
-    let rec: OutgoingRecord;
+    const key = this.idemKey(cand.req.tenantId, idem);
+    const fingerprint = cand.fingerprint();
+    const claims = this.claims();
     try {
-      [rec] = (await this.accept(principal, [{ ...cand, idempotencyKey: idem }], correlationId)) as [OutgoingRecord];
-    } catch (err) {
-      if (key !== null) await this.deps.idempotency.release(key, cand.fingerprint());
-      throw err;
+      const [claimed] = (await claims.claim([{ key, fingerprint }])) as [ClaimOutcome];
+      if (claimed.kind === 'replay') return { status: claimed.status, body: { ...(JSON.parse(claimed.body) as IngestRecordResponse), idempotencyReplayed: true } };
+      if (claimed.kind !== 'owned') throw claimError(claimed.kind);
+      const [rec] = (await this.build(principal, [{ ...cand, idempotencyKey: idem }], correlationId)) as [OutgoingRecord];
+      // Under the key's own message id: a retry of this request, whatever happened to this one,
+      // finds this record instead of storing a second.
+      const published = await this.deps.queue.publish([rec], { msgId: messageIdOf(key), note: noteText({ k: key }) });
+      const stored = published.duplicate ? published.records[0] : rec;
+      if (stored === undefined) throw new DrisError('internal_error', 'a duplicate message without records');
+      const storedFingerprint = published.duplicate ? recordFingerprint(stored) : fingerprint;
+      const answer = answerOf(stored);
+      await claims.complete(key, { state: 'done', fingerprint: storedFingerprint, status: 202, body: JSON.stringify(answer) });
+      if (storedFingerprint !== fingerprint) throw claimError('conflict');
+      return { status: 202, body: { ...answer, idempotencyReplayed: published.duplicate } };
+    } finally {
+      await claims.end();
     }
-    const answer: IngestRecordResponse = {
-      recordId: rec.recordId,
-      recordHash: rec.recordHash,
-      tenantId: rec.tenantId,
-      acceptedAt: rec.acceptedAt,
-      idempotencyReplayed: false,
-      payloadHash: rec.payloadHash,
-      salt: rec.salt,
-      hashScheme: HASH_SCHEME,
-      ingestId: rec.ingestId,
-    };
-    if (key !== null) await this.deps.idempotency.complete(key, { state: 'done', fingerprint: cand.fingerprint(), status: 202, body: JSON.stringify(answer) }, this.deps.idempotencyTtlMs);
-    return { status: 202, body: answer };
   }
 
   async ingestBulk(principal: Principal, body: Uint8Array, headerKey: string | undefined, correlationId: string): Promise<IngestOutcome<BulkIngestResponse>> {
@@ -272,141 +235,46 @@ export class IngestService {
 
     // The whole request under one key: its answer is replayed as a whole.
     const requestKey = headerKey === undefined ? null : this.idemKey(tenantId ?? principal.tenantId, `bulk:${headerKey}`);
-    const requestFingerprint = bodyFingerprint;
-    if (requestKey !== null) {
-      const replay = await this.claim(requestKey, requestFingerprint);
-      if (replay !== null) return { status: replay.status, body: JSON.parse(replay.body) as BulkIngestResponse };
-    }
+    const claims = this.claims();
     try {
-      const outcome = await this.bulkItems(principal, items, prepared, itemViolations, form, tenantId, arrayName, correlationId);
       if (requestKey !== null) {
-        await this.deps.idempotency.complete(requestKey, { state: 'done', fingerprint: requestFingerprint, status: outcome.status, body: JSON.stringify(outcome.body) }, this.deps.idempotencyTtlMs);
+        const [claimed] = (await claims.claim([{ key: requestKey, fingerprint: bodyFingerprint }])) as [ClaimOutcome];
+        if (claimed.kind === 'replay') return { status: claimed.status, body: JSON.parse(claimed.body) as BulkIngestResponse };
+        if (claimed.kind !== 'owned') throw claimError(claimed.kind);
       }
-      return outcome;
-    } catch (err) {
-      if (requestKey !== null) await this.deps.idempotency.release(requestKey, requestFingerprint);
-      throw err;
-    }
-  }
-
-  private async bulkItems(
-    principal: Principal,
-    items: readonly unknown[],
-    prepared: PreparedBody,
-    itemViolations: ReadonlyMap<number, FieldError[]>,
-    form: 'A' | 'B',
-    tenantId: string | null,
-    arrayName: string,
-    correlationId: string,
-  ): Promise<IngestOutcome<BulkIngestResponse>> {
-    const rejected: BulkItemRejected[] = [];
-    const replayed: BulkItemAccepted[] = [];
-    const fresh: Candidate[] = [];
-    const claimed: { key: string; fingerprint: string }[] = [];
-    const rejectedFields: FieldError[] = [];
-    const reject = (index: number, recordId: string | null, err: DrisError): void => {
-      const b = errorBody(err);
-      rejected.push({ index, recordId, error: b.error, details: b.details });
-      rejectedFields.push(...(err.fields.length > 0 ? err.fields : [{ path: `${arrayName}[${index}]`, code: err.code, message: err.message }]));
-    };
-
-    for (let i = 0; i < items.length; i++) {
-      let value = items[i];
-      // Form A names the tenant once; its records inherit it and may not name another.
-      if (form === 'A' && typeof value === 'object' && value !== null && !Array.isArray(value) && !('tenantId' in value)) {
-        value = { ...value, tenantId };
-      }
-      const c = this.candidate(principal, value, prepared.payloads[i], itemViolations.get(i) ?? [], i, `${arrayName}[${i}].`);
-      if (!c.ok) {
-        reject(i, c.recordId, c.error);
-        continue;
-      }
-      if (form === 'A' && c.candidate.req.tenantId !== tenantId) {
-        reject(i, c.candidate.req.recordId, new DrisError('validation_failed', 'the record names another tenant', {
-          fields: [{ path: `${arrayName}[${i}].tenantId`, code: 'tenant_mismatch', message: 'must equal the request tenantId' }],
-        }));
-        continue;
-      }
-      const cand = c.candidate;
-      if (cand.idempotencyKey !== null) {
-        const key = this.idemKey(cand.req.tenantId, cand.idempotencyKey);
-        try {
-          const replay = await this.claim(key, cand.fingerprint());
-          if (replay !== null) {
-            const prev = JSON.parse(replay.body) as IngestRecordResponse;
-            replayed.push({
-              index: i,
-              recordId: prev.recordId,
-              recordHash: prev.recordHash,
-              tenantId: prev.tenantId,
-              acceptedAt: prev.acceptedAt,
-              payloadHash: prev.payloadHash,
-              salt: prev.salt,
-              ingestId: prev.ingestId,
-              idempotencyReplayed: true,
-            });
-            continue;
-          }
-          claimed.push({ key, fingerprint: cand.fingerprint() });
-        } catch (err) {
-          if (err instanceof DrisError && (err.code === 'idempotency_conflict' || err.code === 'idempotency_in_progress')) {
-            reject(i, cand.req.recordId, err);
-            continue;
-          }
-          throw err;
-        }
-      }
-      fresh.push(cand);
-    }
-
-    let records: OutgoingRecord[] = [];
-    if (fresh.length > 0) {
-      try {
-        records = await this.accept(principal, fresh, correlationId);
-      } catch (err) {
-        await Promise.all(claimed.map((c) => this.deps.idempotency.release(c.key, c.fingerprint)));
-        throw err;
-      }
-    }
-    const acceptedItems: BulkItemAccepted[] = records.map((r, k) => ({
-      index: (fresh[k] as Candidate).index,
-      recordId: r.recordId,
-      recordHash: r.recordHash,
-      tenantId: r.tenantId,
-      acceptedAt: r.acceptedAt,
-      payloadHash: r.payloadHash,
-      salt: r.salt,
-      ingestId: r.ingestId,
-      idempotencyReplayed: false,
-    }));
-    await Promise.all(
-      records.map((r) => {
-        if (r.idempotencyKey === null) return Promise.resolve();
-        const item = acceptedItems.find((a) => a.ingestId === r.ingestId) as BulkItemAccepted;
-        const cand = fresh.find((f) => f.index === item.index) as Candidate;
-        const single: IngestRecordResponse = {
-          recordId: r.recordId,
-          recordHash: r.recordHash,
-          tenantId: r.tenantId,
-          acceptedAt: r.acceptedAt,
-          idempotencyReplayed: false,
-          payloadHash: r.payloadHash,
-          salt: r.salt,
-          hashScheme: HASH_SCHEME,
-          ingestId: r.ingestId,
-        };
-        return this.deps.idempotency.complete(this.idemKey(r.tenantId, r.idempotencyKey), { state: 'done', fingerprint: cand.fingerprint(), status: 202, body: JSON.stringify(single) }, this.deps.idempotencyTtlMs);
-      }),
-    );
-    const all = [...acceptedItems, ...replayed].sort((a, b) => a.index - b.index);
-    rejected.sort((a, b) => a.index - b.index);
-    if (all.length === 0) {
-      const allForbidden = rejected.length > 0 && rejected.every((r) => r.error === 'forbidden_tenant' || r.error === 'forbidden_client');
-      throw new DrisError(allForbidden ? 'forbidden_tenant' : 'validation_failed', 'no record of the bulk request was accepted', {
-        fields: rejectedFields,
-        extra: { rejected },
+      const bulk = new BulkIngestion({
+        queue: this.deps.queue,
+        claims,
+        build: (cands) => this.build(principal, cands, correlationId),
+        idemKey: (t, k) => this.idemKey(t, k),
+        request: requestKey === null ? null : { key: requestKey, fingerprint: bodyFingerprint },
+        arrayName,
       });
+      for (let i = 0; i < items.length; i++) {
+        let value = items[i];
+        // Form A names the tenant once; its records inherit it and may not name another.
+        if (form === 'A' && typeof value === 'object' && value !== null && !Array.isArray(value) && !('tenantId' in value)) {
+          value = { ...value, tenantId };
+        }
+        const c = this.candidate(principal, value, prepared.payloads[i], itemViolations.get(i) ?? [], i, `${arrayName}[${i}].`);
+        if (!c.ok) bulk.reject(i, c.recordId, c.error);
+        else if (form === 'A' && c.candidate.req.tenantId !== tenantId) {
+          bulk.reject(i, c.candidate.req.recordId, new DrisError('validation_failed', 'the record names another tenant', {
+            fields: [{ path: `${arrayName}[${i}].tenantId`, code: 'tenant_mismatch', message: 'must equal the request tenantId' }],
+          }));
+        } else bulk.add(c.candidate);
+      }
+      const outcome = await bulk.run(items.length);
+      if (requestKey !== null) await claims.complete(requestKey, { state: 'done', fingerprint: bodyFingerprint, status: outcome.status, body: JSON.stringify(outcome.body) });
+      return outcome;
+    } finally {
+      await claims.end();
     }
-    return { status: 202, body: { total: items.length, accepted: all.length, items: all, rejected } };
   }
+}
+
+export function claimError(kind: 'conflict' | 'in_progress'): DrisError {
+  return kind === 'conflict'
+    ? new DrisError('idempotency_conflict', 'the idempotency key was used for a different request')
+    : new DrisError('idempotency_in_progress', 'a request with this idempotency key is still in progress');
 }

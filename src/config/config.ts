@@ -24,6 +24,8 @@ export interface NatsConfig {
   readonly replicas: number;
   /** Stream the messages no consumer could process go to. */
   readonly deadLetterStream: string;
+  /** Wait for one publish acknowledgement, milliseconds (tried three times under one message id). */
+  readonly publishTimeoutMs: number;
 }
 
 export interface RedisConfig {
@@ -98,6 +100,8 @@ export interface Config {
   /** Largest body of a bulk request, bytes. */
   readonly maxBulkBodyBytes: number;
   readonly idempotencyTtlMs: number;
+  /** Length of a pending idempotency lease (renewed while its request works), milliseconds. */
+  readonly idempotencyLeaseMs: number;
   /** Roles this process runs; all by default (embedded), a subset in a cluster. */
   readonly roles: readonly Role[];
   readonly allowSlowHttp: boolean;
@@ -305,6 +309,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
             stream: r.str('NATS_STREAM') ?? 'DRIS_RECORDS',
             replicas: r.int('NATS_REPLICAS', 1, 1, 5),
             deadLetterStream: r.str('NATS_DEAD_LETTER_STREAM') ?? 'DRIS_DEAD_LETTER',
+            publishTimeoutMs: r.int('NATS_PUBLISH_TIMEOUT_MS', 5000, 100, 120_000),
           },
           { user: r.str('NATS_USER'), pass: r.str('NATS_PASSWORD'), token: r.str('NATS_TOKEN'), credsFile: r.str('NATS_CREDS_FILE') },
         );
@@ -380,6 +385,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       maxBodyBytes,
       maxBulkBodyBytes,
       idempotencyTtlMs: r.int('DRIS_IDEMPOTENCY_TTL_MS', 86_400_000, 1000, 7 * 86_400_000),
+      idempotencyLeaseMs: r.int('DRIS_IDEMPOTENCY_LEASE_MS', 10_000, 300, 600_000),
       roles: parseRoles(r),
       allowSlowHttp: r.bool('DRIS_ALLOW_SLOW_HTTP', false),
       http: readHttpConfig(r, Math.max(maxBodyBytes, maxBulkBodyBytes)),

@@ -132,6 +132,8 @@ export interface NatsTestServer {
   stop(): Promise<void>;
   /** Sends a signal and waits for exit; the store is kept, so restart() recovers it. */
   kill(signal?: NodeJS.Signals): Promise<void>;
+  /** Sends a signal without waiting (SIGSTOP / SIGCONT pause and resume the server). */
+  signal(signal: NodeJS.Signals): void;
   /** Stops if running, then starts again on the same port with the same store. */
   restart(): Promise<void>;
 }
@@ -181,6 +183,10 @@ export async function startNats(options: NatsServerOptions = {}): Promise<NatsTe
     port,
     storeDir,
     kill,
+    signal(signal) {
+      const child = current as ChildProcess | null;
+      child?.kill(signal);
+    },
     async restart() {
       if (stopped) throw new Error('server stopped');
       await kill('SIGTERM');
@@ -202,7 +208,7 @@ export interface RedisTestServer {
   stop(): Promise<void>;
   /** Sends a signal and waits for exit. */
   kill(signal?: NodeJS.Signals): Promise<void>;
-  /** Stops if running, then starts again on the same port (empty: nothing is persisted). */
+  /** Stops if running, then starts again on the same port (empty unless started durable). */
   restart(): Promise<void>;
 }
 
@@ -215,11 +221,17 @@ export function redisServerBinary(): string {
   throw new Error('redis-server not found on PATH; run scripts/tools.sh redis');
 }
 
-export async function startRedis(): Promise<RedisTestServer> {
+export interface RedisServerOptions {
+  /** Append-only file with an fsync per write (appendfsync always): a SIGKILL loses nothing acknowledged. */
+  readonly durable?: boolean;
+}
+
+export async function startRedis(options: RedisServerOptions = {}): Promise<RedisTestServer> {
   const bin = redisServerBinary();
   const dir = await makeTempDir('dris-redis-');
   const port = await freePort();
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--protected-mode', 'yes'];
+  const persistence = options.durable === true ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'];
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--dir', dir, '--protected-mode', 'yes'];
   let current: ChildProcess | null = null;
   let stopped = false;
   const launch = async (): Promise<void> => {

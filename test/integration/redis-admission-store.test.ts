@@ -4,6 +4,7 @@ import { RedisAdmissionStore } from '../../src/adapters/limits/redis-admission-s
 import { DrisError } from '../../src/errors/dris-error.js';
 import { setLogLevel } from '../../src/util/logger.js';
 import { freePort, startRedis, type RedisTestServer } from '../harness/servers.js';
+import { idempotencyContract } from '../harness/idempotency-contract.js';
 
 setLogLevel('silent');
 
@@ -89,49 +90,16 @@ t.test('rate limit: concurrent requests never overshoot', async (t) => {
   );
 });
 
-t.test('idempotency: 50 concurrent reservations of one key, exactly one wins', async (t) => {
-  const { store } = await setup(t);
-  const outcomes = await Promise.all(Array.from({ length: 50 }, (_, i) => store.reserve('tenant:key-1', `fp-${i}`, 86_400_000)));
-  const winners = outcomes.filter((o) => o.reserved);
-  t.equal(winners.length, 1);
-  const winnerFp = `fp-${outcomes.findIndex((o) => o.reserved)}`;
-  for (const o of outcomes) {
-    if (!o.reserved) t.same(o.entry, { state: 'pending', fingerprint: winnerFp });
-  }
-});
+idempotencyContract(t, 'redis', async (t) => (await setup(t)).store);
 
-t.test('idempotency: complete, get, release', async (t) => {
+t.test('idempotency: a pending lease carries the lease as its TTL, an answer the window', async (t) => {
   const { store, raw } = await setup(t);
-  const ttl = 86_400_000;
-  t.equal(await store.get('k'), null, 'unknown key');
-
-  t.same(await store.reserve('k', 'fp-a', ttl), { reserved: true });
-  t.same(await store.get('k'), { state: 'pending', fingerprint: 'fp-a' });
-  const pttl = await raw.pttl('dris:idem:k');
-  t.ok(pttl > 0 && pttl <= ttl, 'reservation carries the TTL');
-
-  // A release by another request, or with another fingerprint, leaves the reservation alone.
-  await store.release('k', 'fp-b');
-  t.same(await store.get('k'), { state: 'pending', fingerprint: 'fp-a' });
-
-  const done = { state: 'done', fingerprint: 'fp-a', status: 202, body: '{"recordId":"r1"}' } as const;
-  await store.complete('k', done, ttl);
-  t.same(await store.get('k'), done);
-  t.same(await store.reserve('k', 'fp-a', ttl), { reserved: false, entry: done }, 'replay finds the answer');
-  t.same(await store.reserve('k', 'fp-other', ttl), { reserved: false, entry: done }, 'a different body finds the answer too');
-
-  await store.release('k', 'fp-a');
-  t.same(await store.get('k'), done, 'a finished answer is never released');
-
-  // Release of an own pending reservation frees the key.
-  t.same(await store.reserve('k2', 'fp-x', ttl), { reserved: true });
-  await store.release('k2', 'fp-x');
-  t.equal(await store.get('k2'), null);
-  t.same(await store.reserve('k2', 'fp-y', ttl), { reserved: true });
-
-  // A completion for a key now held by another request does not overwrite it.
-  await store.complete('k2', { state: 'done', fingerprint: 'fp-x', status: 202, body: '{}' }, ttl);
-  t.same(await store.get('k2'), { state: 'pending', fingerprint: 'fp-y' });
+  await store.reserveMany([{ key: 'k', fingerprint: 'f' }], 'tok', 10_000);
+  const lease = await raw.pttl('dris:idem:k');
+  t.ok(lease > 0 && lease <= 10_000, `lease TTL ${lease}`);
+  await store.complete('k', { state: 'done', fingerprint: 'f', status: 202, body: '{}' }, 86_400_000);
+  const window = await raw.pttl('dris:idem:k');
+  t.ok(window > 86_000_000, `answer TTL ${window}`);
 });
 
 t.test('failures become DrisErrors', async (t) => {
@@ -143,7 +111,7 @@ t.test('failures become DrisErrors', async (t) => {
   await server.stop();
   await rejectsWith(t, store.check(), ['dependency_unavailable', 'timeout'], 'check with Redis down');
   await rejectsWith(t, store.take('b', 5, HOUR, Date.now()), ['dependency_unavailable', 'timeout'], 'rate limit with Redis down');
-  await rejectsWith(t, store.reserve('k', 'fp', HOUR), ['dependency_unavailable', 'timeout'], 'reserve with Redis down');
+  await rejectsWith(t, store.reserveMany([{ key: 'k', fingerprint: 'fp' }], 'tok', HOUR), ['dependency_unavailable', 'timeout'], 'reserve with Redis down');
 });
 
 t.test('the store reconnects after Redis restarts', async (t) => {
@@ -163,5 +131,5 @@ t.test('the store reconnects after Redis restarts', async (t) => {
   t.ok(recovered, 'check succeeds again');
   const d = await store.take('after-restart', 2, HOUR, Date.now());
   t.same([d.allowed, d.remaining], [true, 1]);
-  t.same(await store.reserve('after', 'fp', HOUR), { reserved: true });
+  t.same(await store.reserveMany([{ key: 'after', fingerprint: 'fp' }], 'tok', HOUR), [{ reserved: true }]);
 });

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { Indexer, type IndexerOptions } from '../../src/app/indexer.js';
 import type { AuditEvent, AuditLog } from '../../src/domain/audit/ports.js';
-import type { ConsumeOptions, Delivery, RecordIndex, RecordQueue, Subscription } from '../../src/domain/records/ports.js';
+import type { ConsumeOptions, Delivery, PublishResult, RecordIndex, RecordQueue, Subscription } from '../../src/domain/records/ports.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
 import { DrisError } from '../../src/errors/dris-error.js';
 import { sampleRecord } from '../harness/records.js';
@@ -41,8 +41,9 @@ function delivery(seq: number, records: AcceptedRecord[], deliveryCount = 1): Fa
 class HandQueue implements RecordQueue {
   handler: ((deliveries: readonly Delivery[]) => Promise<void>) | null = null;
   options: ConsumeOptions | null = null;
-  publish(): Promise<void> {
-    return Promise.resolve();
+  readonly maxMessageBytes = 1024 * 1024;
+  publish(): Promise<PublishResult> {
+    return Promise.resolve({ duplicate: false });
   }
   consume(options: ConsumeOptions, handler: (deliveries: readonly Delivery[]) => Promise<void>): Subscription {
     this.options = options;

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { decodeMessage, encodeFrame, encodeMessage, encodeRecords } from '../../src/adapters/queue/record-codec.js';
+import { decodeLabelled, decodeMessage, encodeFrame, encodeMessage, encodeRecords, labelBytes, messageLabel } from '../../src/adapters/queue/record-codec.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
 import { consumed, queued } from '../harness/records.js';
 
@@ -61,5 +61,22 @@ void t.test('damaged or foreign messages are refused, never half read', (t) => {
   frame.writeUInt32LE(0, 4 + noId.length);
   t.throws(() => decodeMessage(encodeMessage([frame])), 'a frame without ingestId');
   t.same(decodeMessage(encodeMessage([])), [], 'an empty message holds no records');
+  t.end();
+});
+
+void t.test('a labelled message carries its id and note before the same frames', (t) => {
+  const records = payloads.map((p, i) => queued(rec(i, p)));
+  const label = { id: 'msg-ü-1', note: '{"k":"idem:t:key \\"x\\"","p":0,"idx":[0,1,2,3]}' };
+  const message = encodeRecords(records, label);
+  t.equal(message[0], 0x02, 'the labelled format byte leads');
+  t.same(encodeMessage(records.map(encodeFrame), label), message, 'one buffer or frames joined: the same bytes');
+  t.equal(message.length, encodeRecords(records).length + labelBytes(label), 'the label adds exactly its bytes');
+  t.same(messageLabel(message), label);
+  t.equal(messageLabel(encodeRecords(records)), null, 'an unlabelled message has none');
+  t.same(decodeLabelled(message), { label, records: records.map(consumed) });
+  t.same(decodeMessage(message), records.map(consumed), 'consumers read the records alike');
+  t.same(decodeLabelled(encodeRecords([], { id: 'empty', note: '' })), { label: { id: 'empty', note: '' }, records: [] });
+  t.throws(() => decodeMessage(message.subarray(0, 5)), /truncated/);
+  t.throws(() => encodeRecords(records, { id: 'x'.repeat(70_000), note: '' }), /too long/);
   t.end();
 });

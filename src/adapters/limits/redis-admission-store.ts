@@ -1,7 +1,7 @@
 import { Redis, type Result } from 'ioredis';
 import { DrisError } from '../../errors/dris-error.js';
 import { componentLogger } from '../../util/logger.js';
-import type { AdmissionStore, IdempotencyEntry, RateDecision, ReserveOutcome } from '../../domain/limits/ports.js';
+import type { AdmissionStore, DoneEntry, IdempotencyClaim, IdempotencyEntry, RateDecision, ReserveOutcome } from '../../domain/limits/ports.js';
 import { connectScripted } from '../redis/scripted-redis.js';
 
 const log = componentLogger('redis-admission-store');
@@ -22,24 +22,45 @@ end
 return {1, count}
 `;
 
-// SET NX, and the current holder in the same step when the key is taken (a separate GET could
-// find the key already released or expired and report nothing). KEYS[1] key; ARGV[1] entry
-// JSON; ARGV[2] ttl ms. Returns nil when reserved, else the stored entry.
-const IDEM_RESERVE_LUA = `
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return nil
+// Every claim of a request in one step: SET NX PX for each key, or the current holder when it is
+// taken (a separate GET could find the key already released or expired and report nothing).
+// KEYS the keys; ARGV[1] lease ms; ARGV[1 + i] the pending entry JSON of KEYS[i]. Returns, per
+// key, 1 when reserved, else the stored entry.
+const IDEM_RESERVE_MANY_LUA = `
+local out = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('SET', key, ARGV[i + 1], 'NX', 'PX', ARGV[1]) then
+    out[i] = 1
+  else
+    out[i] = redis.call('GET', key) or 1
+  end
 end
-return redis.call('GET', KEYS[1])
+return out
 `;
 
-// Stores the answer unless the key now belongs to another request (a different fingerprint):
-// a reservation that outlived its TTL may have been taken by someone else meanwhile.
-// KEYS[1] key; ARGV[1] entry JSON; ARGV[2] ttl ms; ARGV[3] fingerprint. Returns 1 when stored.
+// Extends the leases a request still owns. KEYS the keys; ARGV[1] token; ARGV[2] lease ms.
+const IDEM_RENEW_LUA = `
+for _, key in ipairs(KEYS) do
+  local current = redis.call('GET', key)
+  if current then
+    local ok, entry = pcall(cjson.decode, current)
+    if ok and type(entry) == 'table' and entry.state == 'pending' and entry.token == ARGV[1] then
+      redis.call('PEXPIRE', key, ARGV[2])
+    end
+  end
+end
+return 0
+`;
+
+// Stores the answer unless an answer is already stored: the first one stays for the whole window.
+// A pending lease of any owner gives way, since every owner publishes under the key's one message
+// id and ends with the same records. KEYS[1] key; ARGV[1] entry JSON; ARGV[2] ttl ms.
+// Returns 1 when stored.
 const IDEM_COMPLETE_LUA = `
 local current = redis.call('GET', KEYS[1])
 if current then
   local ok, entry = pcall(cjson.decode, current)
-  if not ok or type(entry) ~= 'table' or entry.fingerprint ~= ARGV[3] then
+  if ok and type(entry) == 'table' and entry.state == 'done' then
     return 0
   end
 end
@@ -47,26 +68,29 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
 `;
 
-// Compare-and-delete: only the request's own, still pending reservation is removed; never a
-// finished answer and never another request's claim. KEYS[1] key; ARGV[1] fingerprint.
+// Compare-and-delete: only the request's own, still pending leases are removed; never a finished
+// answer and never another request's claim. KEYS the keys; ARGV[1] token.
 const IDEM_RELEASE_LUA = `
-local current = redis.call('GET', KEYS[1])
-if not current then
-  return 0
+local n = 0
+for _, key in ipairs(KEYS) do
+  local current = redis.call('GET', key)
+  if current then
+    local ok, entry = pcall(cjson.decode, current)
+    if ok and type(entry) == 'table' and entry.state == 'pending' and entry.token == ARGV[1] then
+      n = n + redis.call('DEL', key)
+    end
+  end
 end
-local ok, entry = pcall(cjson.decode, current)
-if ok and type(entry) == 'table' and entry.state == 'pending' and entry.fingerprint == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
+return n
 `;
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     drisRateTake(key: string, limit: number, ttlMs: number): Result<[number, number], Context>;
-    drisIdemReserve(key: string, entryJson: string, ttlMs: number): Result<string | null, Context>;
-    drisIdemComplete(key: string, entryJson: string, ttlMs: number, fingerprint: string): Result<number, Context>;
-    drisIdemRelease(key: string, fingerprint: string): Result<number, Context>;
+    drisIdemReserveMany(numKeys: number, ...keysAndArgs: (string | number)[]): Result<(number | string)[], Context>;
+    drisIdemRenew(numKeys: number, ...keysAndArgs: (string | number)[]): Result<number, Context>;
+    drisIdemComplete(key: string, entryJson: string, ttlMs: number): Result<number, Context>;
+    drisIdemRelease(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
   }
 }
 
@@ -114,9 +138,10 @@ function parseEntry(raw: string): IdempotencyEntry {
   } catch (err) {
     throw new DrisError('internal_error', 'malformed idempotency entry', { cause: err });
   }
-  const v = value as Partial<Record<'state' | 'fingerprint' | 'status' | 'body', unknown>>;
+  const v = value as Partial<Record<'state' | 'fingerprint' | 'status' | 'body' | 'token', unknown>>;
   if (typeof v === 'object' && v !== null && typeof v.fingerprint === 'string') {
-    if (v.state === 'pending') return { state: 'pending', fingerprint: v.fingerprint };
+    // Entries written before leases had no token: nobody can renew or release them, they expire.
+    if (v.state === 'pending') return { state: 'pending', fingerprint: v.fingerprint, token: typeof v.token === 'string' ? v.token : '' };
     if (v.state === 'done' && typeof v.status === 'number' && typeof v.body === 'string') {
       return { state: 'done', fingerprint: v.fingerprint, status: v.status, body: v.body };
     }
@@ -155,9 +180,11 @@ export class RedisAdmissionStore implements AdmissionStore {
     });
     const scripts = [
       { name: 'drisRateTake', numberOfKeys: 1, lua: RATE_TAKE_LUA },
-      { name: 'drisIdemReserve', numberOfKeys: 1, lua: IDEM_RESERVE_LUA },
+      // Scripts over a variable number of keys take it as their first argument.
+      { name: 'drisIdemReserveMany', lua: IDEM_RESERVE_MANY_LUA },
+      { name: 'drisIdemRenew', lua: IDEM_RENEW_LUA },
       { name: 'drisIdemComplete', numberOfKeys: 1, lua: IDEM_COMPLETE_LUA },
-      { name: 'drisIdemRelease', numberOfKeys: 1, lua: IDEM_RELEASE_LUA },
+      { name: 'drisIdemRelease', lua: IDEM_RELEASE_LUA },
     ];
     await connectScripted(redis, scripts, log, (err) => translate(err, 'connect'));
     connected = true;
@@ -184,31 +211,46 @@ export class RedisAdmissionStore implements AdmissionStore {
     };
   }
 
-  async reserve(key: string, fingerprint: string, ttlMs: number): Promise<ReserveOutcome> {
-    const entry: IdempotencyEntry = { state: 'pending', fingerprint };
-    let existing: string | null;
+  async reserveMany(claims: readonly IdempotencyClaim[], token: string, leaseMs: number): Promise<ReserveOutcome[]> {
+    if (claims.length === 0) return [];
+    const keys = claims.map((c) => this.idemKey(c.key));
+    const entries = claims.map((c) => JSON.stringify({ state: 'pending', fingerprint: c.fingerprint, token } satisfies IdempotencyEntry));
+    let reply: (number | string)[];
     try {
-      existing = await this.redis.drisIdemReserve(this.idemKey(key), JSON.stringify(entry), ttlArg(ttlMs));
+      reply = await this.redis.drisIdemReserveMany(keys.length, ...keys, ttlArg(leaseMs), ...entries);
     } catch (err) {
       throw translate(err, 'idempotency reserve');
     }
-    return existing === null ? { reserved: true } : { reserved: false, entry: parseEntry(existing) };
+    return claims.map((_, i): ReserveOutcome => {
+      const r = reply[i];
+      return typeof r === 'string' ? { reserved: false, entry: parseEntry(r) } : { reserved: true };
+    });
   }
 
-  async complete(key: string, entry: IdempotencyEntry & { state: 'done' }, ttlMs: number): Promise<void> {
+  async renew(keys: readonly string[], token: string, leaseMs: number): Promise<void> {
+    if (keys.length === 0) return;
+    try {
+      await this.redis.drisIdemRenew(keys.length, ...keys.map((k) => this.idemKey(k)), token, ttlArg(leaseMs));
+    } catch (err) {
+      throw translate(err, 'idempotency renew');
+    }
+  }
+
+  async complete(key: string, entry: DoneEntry, ttlMs: number): Promise<boolean> {
     const stored: IdempotencyEntry = { state: 'done', fingerprint: entry.fingerprint, status: entry.status, body: entry.body };
     let written: number;
     try {
-      written = await this.redis.drisIdemComplete(this.idemKey(key), JSON.stringify(stored), ttlArg(ttlMs), entry.fingerprint);
+      written = await this.redis.drisIdemComplete(this.idemKey(key), JSON.stringify(stored), ttlArg(ttlMs));
     } catch (err) {
       throw translate(err, 'idempotency complete');
     }
-    if (written !== 1) log.warn('idempotency key taken by another request before completion; answer not stored');
+    return written === 1;
   }
 
-  async release(key: string, fingerprint: string): Promise<void> {
+  async release(keys: readonly string[], token: string): Promise<void> {
+    if (keys.length === 0) return;
     try {
-      await this.redis.drisIdemRelease(this.idemKey(key), fingerprint);
+      await this.redis.drisIdemRelease(keys.length, ...keys.map((k) => this.idemKey(k)), token);
     } catch (err) {
       throw translate(err, 'idempotency release');
     }

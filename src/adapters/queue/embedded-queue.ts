@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DrisError } from '../../errors/dris-error.js';
 import type { AcceptedRecord, OutgoingRecord } from '../../domain/records/types.js';
-import type { ConsumeOptions, Delivery, RecordQueue, Subscription } from '../../domain/records/ports.js';
+import type { ConsumeOptions, Delivery, NotedMessage, PublishOptions, PublishResult, RecordQueue, Subscription } from '../../domain/records/ports.js';
 import { componentLogger } from '../../util/logger.js';
 import { encodeDeadLetter, encodeUndecodable } from './dead-letter.js';
-import { decodeMessage, encodeRecords } from './record-codec.js';
+import { decodeLabelled, decodeMessage, encodeRecords, messageLabel, type MessageLabel } from './record-codec.js';
 import { SegmentLog } from './segment-log.js';
 import { writeFileDurably } from '../storage/durable-file.js';
 import { mkdirDurableSync } from '../storage/log-file-system.js';
@@ -20,7 +20,16 @@ import { RETRY_AFTER_FULL_S, RETRY_AFTER_WRITE_S, storageError } from '../storag
  * Dead letters (a message a consumer gives up on, `Delivery.deadLetter`, and a message that does
  * not decode) go to a segment log of their own, `<dir>/dead-letter`, durable before the message is
  * acked for that consumer; other consumers still get the message.
+ *
+ * A message published with an id is deduplicated as JetStream does it: the queue keeps id → seq
+ * for the messages it holds (rebuilt from the log at open), and a publish of an id it holds stores
+ * nothing and answers with the records stored first. The window is the log's retention: a message
+ * leaves it once every consumer is done with it, so ingestion also records the outcome of each
+ * keyed publish in the idempotency store (and, after a crash, from `notedMessages`).
  */
+
+/** Most bytes of records in a message published with options. */
+const MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
 
 export interface EmbeddedQueueOptions {
   readonly dir: string;
@@ -140,6 +149,13 @@ export class EmbeddedQueue implements RecordQueue {
   private pendingPublishes = 0;
   private closed = false;
   private readonly log$ = componentLogger('embedded-queue');
+  /** Message id → seq of the messages with an id that the log holds. */
+  private readonly ids = new Map<string, number>();
+  /** Publishes of an id still awaiting the disk: a concurrent publish of the same id waits for it. */
+  private readonly writingIds = new Map<string, Promise<number>>();
+  /** Resolves once `ids` has been rebuilt from the log. */
+  private readonly indexed: Promise<void>;
+  readonly maxMessageBytes = MAX_MESSAGE_BYTES;
 
   private constructor(private readonly options: EmbeddedQueueOptions) {
     mkdirDurableSync(path.join(options.dir, 'consumers'));
@@ -147,6 +163,31 @@ export class EmbeddedQueue implements RecordQueue {
     this.deadLetters = SegmentLog.open(path.join(options.dir, 'dead-letter'));
     for (const name of options.consumers) this.stateOf(name);
     this.log.onAppend(() => this.wakeAll());
+    this.indexed = this.rebuildIds();
+    // Publishes report a failed rebuild; this only keeps it from being an unhandled rejection.
+    this.indexed.catch((err: unknown) => this.log$.error({ err }, 'message id index rebuild failed'));
+  }
+
+  private async rebuildIds(): Promise<void> {
+    for await (const { seq, payload } of this.entries()) {
+      const label = labelOf(payload, seq, this.log$);
+      if (label !== null) this.ids.set(label.id, seq);
+    }
+  }
+
+  /** Every message the log holds, oldest first, read up to the durable end at the time of the call. */
+  private async *entries(): AsyncGenerator<{ seq: number; payload: Buffer }> {
+    const last = this.log.lastSeq;
+    let from = this.log.firstSeq;
+    while (from <= last) {
+      const batch = await this.log.read(from, 4096);
+      if (batch.length === 0) break;
+      for (const e of batch) {
+        if (e.seq > last) return;
+        from = e.seq + 1;
+        yield e;
+      }
+    }
   }
 
   static open(options: EmbeddedQueueOptions): EmbeddedQueue {
@@ -167,15 +208,51 @@ export class EmbeddedQueue implements RecordQueue {
     for (const w of [...this.wakers]) w();
   }
 
-  async publish(records: readonly OutgoingRecord[]): Promise<void> {
-    if (records.length === 0) return;
+  async publish(records: readonly OutgoingRecord[], options?: PublishOptions): Promise<PublishResult> {
+    if (records.length === 0) return { duplicate: false };
     if (this.closed) throw storageError('dependency_unavailable', 'queue is closed', RETRY_AFTER_WRITE_S);
+    const msgId = options?.msgId;
+    if (msgId === undefined) {
+      await this.append(encodeRecords(records));
+      return { duplicate: false };
+    }
+    await this.indexed.catch((err: unknown) => {
+      throw new DrisError('dependency_unavailable', 'queue index unavailable', { cause: err });
+    });
+    for (;;) {
+      // A concurrent publish of the id is ahead: its outcome is this one's.
+      const writing = this.writingIds.get(msgId);
+      if (writing !== undefined) {
+        const seq = await writing.catch(() => null);
+        if (seq === null) continue;
+        const stored = await this.storedUnder(msgId, seq);
+        if (stored !== null) return stored;
+        continue;
+      }
+      const seq = this.ids.get(msgId);
+      if (seq !== undefined) {
+        const stored = await this.storedUnder(msgId, seq);
+        if (stored !== null) return stored;
+        this.ids.delete(msgId);
+      }
+      const write = this.append(encodeRecords(records, { id: msgId, note: options?.note ?? '' }));
+      this.writingIds.set(msgId, write);
+      try {
+        this.ids.set(msgId, await write);
+      } finally {
+        this.writingIds.delete(msgId);
+      }
+      return { duplicate: false };
+    }
+  }
+
+  private async append(message: Buffer): Promise<number> {
     if (this.pendingPublishes >= this.options.maxPendingPublishes) throw storageError('overloaded', 'too many records awaiting the queue', RETRY_AFTER_WRITE_S);
     this.options.admit?.();
     this.checkBudget();
     this.pendingPublishes += 1;
     try {
-      await this.log.append(encodeRecords(records));
+      return await this.log.append(message);
     } catch (err) {
       throw err instanceof DrisError ? err : new DrisError('dependency_unavailable', 'queue write failed', { cause: err });
     } finally {
@@ -191,6 +268,37 @@ export class EmbeddedQueue implements RecordQueue {
     for (const s of this.states.values()) floor = Math.min(floor, s.ackFloor);
     const pending = this.log.bytesFrom(Number.isFinite(floor) ? floor + 1 : this.log.firstSeq);
     if (pending >= max) throw storageError('storage_full', `the queue holds ${pending} bytes not yet processed (limit ${max}); retry later`, RETRY_AFTER_FULL_S);
+  }
+
+  /** The message stored under `msgId` at `seq`, as a duplicate's answer; null when the log no longer holds it. */
+  private async storedUnder(msgId: string, seq: number): Promise<PublishResult | null> {
+    if (seq < this.log.firstSeq) return null;
+    let entries;
+    try {
+      entries = await this.log.read(seq, 1);
+    } catch (err) {
+      throw new DrisError('dependency_unavailable', 'queue read failed', { cause: err });
+    }
+    const e = entries[0];
+    if (e?.seq !== seq) return null;
+    const { label, records } = decodeLabelled(e.payload);
+    if (label?.id !== msgId) return null;
+    return { duplicate: true, records, note: label.note };
+  }
+
+  async *notedMessages(): AsyncGenerator<NotedMessage> {
+    for await (const { seq, payload } of this.entries()) {
+      if (labelOf(payload, seq, this.log$) === null) continue;
+      let decoded;
+      try {
+        decoded = decodeLabelled(payload);
+      } catch {
+        // Consumers skip it with an error of their own.
+        continue;
+      }
+      const { label, records } = decoded;
+      if (label !== null && label.note.length > 0) yield { msgId: label.id, note: label.note, records };
+    }
   }
 
   consume(options: ConsumeOptions, handler: (deliveries: readonly Delivery[]) => Promise<void>): Subscription {
@@ -355,7 +463,13 @@ export class EmbeddedQueue implements RecordQueue {
   private retain(): void {
     let min = Infinity;
     for (const s of this.states.values()) min = Math.min(min, s.ackFloor);
-    if (Number.isFinite(min)) this.log.truncateBefore(min + 1);
+    if (!Number.isFinite(min)) return;
+    const first = this.log.firstSeq;
+    this.log.truncateBefore(min + 1);
+    if (this.log.firstSeq === first) return;
+    // Ids of the messages that left with their segment; a whole segment went, so this is rare.
+    const floor = this.log.firstSeq;
+    for (const [id, seq] of this.ids) if (seq < floor) this.ids.delete(id);
   }
 
   /** Highest durable position and each consumer's floor: for health and tests. */
@@ -382,5 +496,15 @@ export class EmbeddedQueue implements RecordQueue {
     this.wakeAll();
     await this.log.close();
     await this.deadLetters.close();
+  }
+}
+
+/** A message's label; null for unlabelled messages and (logged) for a label that cannot be read. */
+function labelOf(payload: Buffer, seq: number, log: ReturnType<typeof componentLogger>): MessageLabel | null {
+  try {
+    return messageLabel(payload);
+  } catch (err) {
+    log.error({ seq, err }, 'queue message with an unreadable label: its id is not deduplicated');
+    return null;
   }
 }

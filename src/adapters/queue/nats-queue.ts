@@ -34,10 +34,10 @@ import {
 import { DrisError, type DrisErrorCode } from '../../errors/dris-error.js';
 import { componentLogger } from '../../util/logger.js';
 import type { AcceptedRecord, OutgoingRecord } from '../../domain/records/types.js';
-import { MESSAGE_FORMAT_BYTES as FORMAT_BYTES, decodeMessage, encodeFrame, encodeMessage } from './record-codec.js';
+import { MESSAGE_FORMAT_BYTES as FORMAT_BYTES, decodeLabelled, decodeMessage, encodeFrame, encodeMessage, type MessageLabel } from './record-codec.js';
 import { encodeDeadLetter, encodeUndecodable } from './dead-letter.js';
 import { ensureDeadLetterStream, publishDeadLetter, validateDeadLetterOptions, type DeadLetterStreamOptions } from './nats-dead-letter.js';
-import type { ConsumeOptions, Delivery, RecordQueue, Subscription } from '../../domain/records/ports.js';
+import type { ConsumeOptions, Delivery, PublishOptions, PublishResult, RecordQueue, Subscription } from '../../domain/records/ports.js';
 
 const log = componentLogger('nats-queue');
 
@@ -119,6 +119,8 @@ type ResolvedOptions = Mutable<Omit<Required<NatsQueueOptions>, 'user' | 'pass' 
 
 // Subject, headers and JSON framing; keeps a full message under the server's max_payload.
 const MESSAGE_OVERHEAD_BYTES = 4096;
+// Room left in a message of its own for its id and note (idempotency bookkeeping).
+const LABEL_ALLOWANCE_BYTES = 64 * 1024;
 
 /**
  * Subject tokens may not contain `.`, `*`, `>` or whitespace, and tenant ids may contain dots. Every
@@ -230,6 +232,12 @@ function translate(err: unknown, what: string): DrisError {
   return new DrisError(code, `NATS ${what} failed`, { cause: err });
 }
 
+function idOfIngestIds(ingestIds: readonly string[]): string {
+  const hash = createHash('sha256');
+  for (const id of ingestIds) hash.update(id).update('\n');
+  return hash.digest('base64url');
+}
+
 function isApiError(err: unknown, code: number): boolean {
   return err instanceof JetStreamApiError && err.code === code;
 }
@@ -266,6 +274,7 @@ export class NatsQueue implements RecordQueue {
   private readonly inflight = new Set<Promise<void>>();
   private readonly subscriptions = new Set<NatsSubscription>();
   private readonly maxBodyBytes: number;
+  readonly maxMessageBytes: number;
   private pendingPublishes = 0;
   private pendingBytes = 0;
   private closing = false;
@@ -279,6 +288,7 @@ export class NatsQueue implements RecordQueue {
   ) {
     const serverMax = nc.info?.max_payload ?? 1024 * 1024;
     this.maxBodyBytes = Math.max(1024, Math.min(opts.coalesceMaxBytes, serverMax - MESSAGE_OVERHEAD_BYTES));
+    this.maxMessageBytes = Math.max(Math.floor(this.maxBodyBytes / 2), this.maxBodyBytes - LABEL_ALLOWANCE_BYTES);
     this.watchStatus();
   }
 
@@ -330,9 +340,14 @@ export class NatsQueue implements RecordQueue {
     return this.opts.stream;
   }
 
-  publish(records: readonly OutgoingRecord[]): Promise<void> {
+  publish(records: readonly OutgoingRecord[], options?: PublishOptions): Promise<PublishResult> {
     if (this.closing) return Promise.reject(new DrisError('dependency_unavailable', 'NATS queue is closed'));
-    if (records.length === 0) return Promise.resolve();
+    if (records.length === 0) return Promise.resolve({ duplicate: false });
+    if (options !== undefined) return this.publishOwn(records, options);
+    return this.publishCoalesced(records).then(() => ({ duplicate: false }));
+  }
+
+  private publishCoalesced(records: readonly OutgoingRecord[]): Promise<void> {
     if (this.pendingPublishes >= this.opts.maxPendingPublishes) {
       return Promise.reject(new DrisError('overloaded', 'too many queue publishes in progress'));
     }
@@ -370,6 +385,74 @@ export class NatsQueue implements RecordQueue {
         this.enqueue(subject, { frame: s.frame, bytes: s.frame.length, ingestId: s.record.ingestId, waiter });
       }
     });
+  }
+
+  /**
+   * One message of its own under the caller's id (or one derived from the ingestIds), not
+   * coalesced with others, so its id names exactly these records. A duplicate PubAck carries the
+   * stream sequence of the message stored first, which is read back and returned.
+   */
+  private async publishOwn(records: readonly OutgoingRecord[], options: PublishOptions): Promise<PublishResult> {
+    if (this.pendingPublishes >= this.opts.maxPendingPublishes) throw new DrisError('overloaded', 'too many queue publishes in progress');
+    const frames = records.map(encodeFrame);
+    const msgID = options.msgId ?? idOfIngestIds(records.map((r) => r.ingestId));
+    const label: MessageLabel | undefined = options.msgId === undefined ? undefined : { id: options.msgId, note: options.note ?? '' };
+    const body = encodeMessage(frames, label);
+    if (body.length > this.maxBodyBytes) {
+      throw new DrisError('payload_too_large', 'records exceed the queue message size limit');
+    }
+    if (this.pendingBytes + body.length > this.opts.maxPendingBytes) throw new DrisError('overloaded', 'too many queued bytes in progress');
+    const subject = recordSubject(this.opts.subjectPrefix, (records[0] as OutgoingRecord).tenantId, (records[0] as OutgoingRecord).clientId);
+    this.pendingPublishes++;
+    this.pendingBytes += body.length;
+    const task = this.sendOwn(subject, body, msgID, records[0]?.ingestId ?? '');
+    const tracked = task.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.inflight.add(tracked);
+    try {
+      return await task;
+    } finally {
+      this.inflight.delete(tracked);
+      this.pendingPublishes--;
+      this.pendingBytes -= body.length;
+    }
+  }
+
+  private async sendOwn(subject: string, body: Buffer, msgID: string, firstIngestId: string): Promise<PublishResult> {
+    for (let attempt = 1; ; attempt++) {
+      let seq: number;
+      try {
+        const ack = await this.js.publish(subject, body, { msgID, timeout: this.opts.publishTimeoutMs });
+        if (!ack.duplicate) return { duplicate: false };
+        seq = ack.seq;
+      } catch (err) {
+        if (attempt >= this.opts.publishAttempts || !isRetryablePublishError(err)) {
+          const failure = translate(err, 'publish');
+          log.warn({ err: failure.cause, attempts: attempt }, 'publish to NATS failed');
+          throw failure;
+        }
+        await sleep(Math.min(2000, 100 * 2 ** (attempt - 1)) + Math.floor(Math.random() * 50));
+        continue;
+      }
+      let stored;
+      try {
+        stored = await this.jsm.streams.getMessage(this.opts.stream, { seq });
+      } catch (err) {
+        throw translate(err, 'read of a duplicate message');
+      }
+      if (stored === null) throw new DrisError('dependency_unavailable', 'the message a duplicate names is no longer in the stream');
+      let decoded;
+      try {
+        decoded = decodeLabelled(stored.data);
+      } catch (err) {
+        throw new DrisError('internal_error', 'the message a duplicate names cannot be read', { cause: err });
+      }
+      // An earlier attempt of this very call was stored and its acknowledgement lost.
+      if (decoded.records[0]?.ingestId === firstIngestId) return { duplicate: false };
+      return { duplicate: true, records: decoded.records, note: decoded.label?.note ?? null };
+    }
   }
 
   private enqueue(subject: string, entry: Entry): void {
@@ -443,10 +526,8 @@ export class NatsQueue implements RecordQueue {
   private async send(subject: string, entries: readonly Entry[]): Promise<void> {
     const body = encodeMessage(entries.map((e) => e.frame));
     // Derived from the records' ingestIds: every retry of this message carries the same id and
-    // the stream stores it once; so does a caller's retry whose records again form one message.
-    const hash = createHash('sha256');
-    for (const e of entries) hash.update(e.ingestId).update('\n');
-    const msgID = hash.digest('base64url');
+    // the stream stores it once.
+    const msgID = idOfIngestIds(entries.map((e) => e.ingestId));
     let failure: DrisError | null = null;
     for (let attempt = 1; ; attempt++) {
       try {

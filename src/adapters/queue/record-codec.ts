@@ -7,14 +7,20 @@ import type { AcceptedRecord, OutgoingRecord } from '../../domain/records/types.
  * single cost of a publish.
  *
  *   message := 0x01 frame*
+ *            | 0x02 u16le idLength, id (UTF-8), u32le noteLength, note (UTF-8), frame*
  *   frame   := u32le metaLength, meta (UTF-8 JSON of the record without its payload),
  *              u32le payloadLength, payload (UTF-8)
+ *
+ * The second form is a message published under an id of the publisher's choosing with a note
+ * (idempotency bookkeeping): the queue deduplicates by the id and gives the note back with the
+ * records to a publish that duplicates it. Consumers read its records as those of the first form.
  *
  * Messages written before this format are a JSON array of whole records; they start with `[` and
  * are still read, so a queue holding them drains after an upgrade.
  */
 
 const FORMAT_FRAMES = 0x01;
+const FORMAT_NOTED = 0x02;
 /** The bytes a message adds for its format, beside its frames. */
 export const MESSAGE_FORMAT_BYTES = 1;
 const LEGACY_JSON = 0x5b; // '['
@@ -27,13 +33,37 @@ export function encodeFrame(r: OutgoingRecord): Buffer {
   return frame;
 }
 
-/** A message of frames made by `encodeFrame`, in publication order. */
-export function encodeMessage(frames: readonly Buffer[]): Buffer {
-  let total = MESSAGE_FORMAT_BYTES;
+/** The id and note of a message of the second form. */
+export interface MessageLabel {
+  readonly id: string;
+  readonly note: string;
+}
+
+/** Bytes a label adds to a message beside the format byte. */
+export function labelBytes(label: MessageLabel | undefined): number {
+  return label === undefined ? 0 : 6 + Buffer.byteLength(label.id, 'utf8') + Buffer.byteLength(label.note, 'utf8');
+}
+
+function writeLabel(out: Buffer, label: MessageLabel | undefined): number {
+  if (label === undefined) {
+    out[0] = FORMAT_FRAMES;
+    return MESSAGE_FORMAT_BYTES;
+  }
+  out[0] = FORMAT_NOTED;
+  const idLength = out.write(label.id, 3, 'utf8');
+  out.writeUInt16LE(idLength, 1);
+  const noteLength = out.write(label.note, 7 + idLength, 'utf8');
+  out.writeUInt32LE(noteLength, 3 + idLength);
+  return 7 + idLength + noteLength;
+}
+
+/** A message of frames made by `encodeFrame`, in publication order, with a label when given. */
+export function encodeMessage(frames: readonly Buffer[], label?: MessageLabel): Buffer {
+  if (label !== undefined && Buffer.byteLength(label.id, 'utf8') > 0xffff) throw new Error('message id too long');
+  let total = MESSAGE_FORMAT_BYTES + labelBytes(label);
   for (const f of frames) total += f.length;
   const out = Buffer.allocUnsafe(total);
-  out[0] = FORMAT_FRAMES;
-  let at = MESSAGE_FORMAT_BYTES;
+  let at = writeLabel(out, label);
   for (const f of frames) {
     f.copy(out, at);
     at += f.length;
@@ -41,14 +71,14 @@ export function encodeMessage(frames: readonly Buffer[]): Buffer {
   return out;
 }
 
-/** The message of these records, written in one buffer (what `encodeMessage(records.map(encodeFrame))` gives). */
-export function encodeRecords(records: readonly OutgoingRecord[]): Buffer {
+/** The message of these records, written in one buffer (what `encodeMessage(records.map(encodeFrame), label)` gives). */
+export function encodeRecords(records: readonly OutgoingRecord[], label?: MessageLabel): Buffer {
+  if (label !== undefined && Buffer.byteLength(label.id, 'utf8') > 0xffff) throw new Error('message id too long');
   const metas = records.map(metaJson);
-  let total = MESSAGE_FORMAT_BYTES;
+  let total = MESSAGE_FORMAT_BYTES + labelBytes(label);
   for (let i = 0; i < records.length; i++) total += frameLength(metas[i] as string, records[i] as OutgoingRecord);
   const out = Buffer.allocUnsafe(total);
-  out[0] = FORMAT_FRAMES;
-  let at = MESSAGE_FORMAT_BYTES;
+  let at = writeLabel(out, label);
   for (let i = 0; i < records.length; i++) at = writeFrame(out, at, metas[i] as string, records[i] as OutgoingRecord);
   return out;
 }
@@ -94,14 +124,48 @@ function writeFrame(out: Buffer, at: number, meta: string, r: OutgoingRecord): n
 }
 
 
+/** The label of a message of the second form, null for other messages; reads nothing else. */
+export function messageLabel(bytes: Uint8Array): MessageLabel | null {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (buf[0] !== FORMAT_NOTED) return null;
+  return readLabel(buf).label;
+}
+
+function readLabel(buf: Buffer): { label: MessageLabel; end: number } {
+  if (buf.length < 7) throw new Error('truncated queue message');
+  const idLength = buf.readUInt16LE(1);
+  if (3 + idLength + 4 > buf.length) throw new Error('truncated queue message');
+  const noteLength = buf.readUInt32LE(3 + idLength);
+  const end = 7 + idLength + noteLength;
+  if (end > buf.length) throw new Error('truncated queue message');
+  return { label: { id: buf.toString('utf8', 3, 3 + idLength), note: buf.toString('utf8', 7 + idLength, end) }, end };
+}
+
 /** The records of a message; throws on bytes that are not one (a foreign or damaged message). */
 export function decodeMessage(bytes: Uint8Array): AcceptedRecord[] {
+  return decodeLabelled(bytes).records;
+}
+
+/** The records of a message and its label (null for a message of the first form). */
+export function decodeLabelled(bytes: Uint8Array): { label: MessageLabel | null; records: AcceptedRecord[] } {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (buf.length === 0) throw new Error('empty queue message');
-  if (buf[0] === LEGACY_JSON) return decodeLegacy(buf);
-  if (buf[0] !== FORMAT_FRAMES) throw new Error(`unknown queue message format ${buf[0] ?? -1}`);
-  const out: AcceptedRecord[] = [];
+  if (buf[0] === LEGACY_JSON) return { label: null, records: decodeLegacy(buf) };
   let at = 1;
+  let label: MessageLabel | null = null;
+  if (buf[0] === FORMAT_NOTED) {
+    const read = readLabel(buf);
+    label = read.label;
+    at = read.end;
+  } else if (buf[0] !== FORMAT_FRAMES) {
+    throw new Error(`unknown queue message format ${buf[0] ?? -1}`);
+  }
+  return { label, records: decodeFrames(buf, at) };
+}
+
+function decodeFrames(buf: Buffer, from: number): AcceptedRecord[] {
+  const out: AcceptedRecord[] = [];
+  let at = from;
   while (at < buf.length) {
     if (at + 4 > buf.length) throw new Error('truncated queue message');
     const metaLength = buf.readUInt32LE(at);

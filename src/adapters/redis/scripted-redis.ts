@@ -3,7 +3,8 @@ import type { Logger } from 'pino';
 
 export interface RedisScript {
   readonly name: string;
-  readonly numberOfKeys: number;
+  /** Keys the script takes; absent when the caller passes the count as the first argument (a variable number). */
+  readonly numberOfKeys?: number;
   readonly lua: string;
 }
 
@@ -14,7 +15,7 @@ export interface RedisScript {
 export async function connectScripted(redis: Redis, scripts: readonly RedisScript[], log: Logger, translate: (err: unknown) => Error): Promise<void> {
   // ioredis emits every failed (re)connect attempt; the commands that fail meanwhile carry it.
   redis.on('error', (err: unknown) => log.warn({ err }, 'Redis connection error'));
-  for (const s of scripts) redis.defineCommand(s.name, { numberOfKeys: s.numberOfKeys, lua: s.lua });
+  for (const s of scripts) redis.defineCommand(s.name, s.numberOfKeys === undefined ? { lua: s.lua } : { numberOfKeys: s.numberOfKeys, lua: s.lua });
   try {
     await redis.connect();
     await redis.ping();

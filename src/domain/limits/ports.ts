@@ -20,20 +20,42 @@ export interface RateLimiter {
   takeNow?(bucket: string, limit: number, windowMs: number, nowMs: number): RateDecision;
 }
 
-/** What an idempotency key holds. */
+/**
+ * What an idempotency key holds. A pending entry is a short lease owned by one request (its token)
+ * and renewed while that request works: a request that dies with its process lets the key go
+ * within one lease. A done entry holds the answer for the whole idempotency window.
+ */
 export type IdempotencyEntry =
-  | { readonly state: 'pending'; readonly fingerprint: string }
+  | { readonly state: 'pending'; readonly fingerprint: string; readonly token: string }
   | { readonly state: 'done'; readonly fingerprint: string; readonly status: number; readonly body: string };
+
+export type DoneEntry = IdempotencyEntry & { readonly state: 'done' };
 
 export type ReserveOutcome = { readonly reserved: true } | { readonly reserved: false; readonly entry: IdempotencyEntry };
 
+/** One key a request wants to own, with what it is bound to. */
+export interface IdempotencyClaim {
+  readonly key: string;
+  readonly fingerprint: string;
+}
+
 export interface IdempotencyStore {
-  /** Atomically claims `key` for a request with `fingerprint` (SET NX); else returns what holds it. */
-  reserve(key: string, fingerprint: string, ttlMs: number): Promise<ReserveOutcome>;
-  /** Records the answer of the request that reserved `key`, kept for ttlMs. */
-  complete(key: string, entry: IdempotencyEntry & { state: 'done' }, ttlMs: number): Promise<void>;
-  /** Frees a reservation whose request failed before it was accepted. */
-  release(key: string, fingerprint: string): Promise<void>;
+  /**
+   * Atomically claims each key not held by anyone (SET NX) as a pending lease of leaseMs owned by
+   * `token`; for a held key, returns what holds it. All claims in one round trip; the outcomes are
+   * in the order of `claims`.
+   */
+  reserveMany(claims: readonly IdempotencyClaim[], token: string, leaseMs: number): Promise<ReserveOutcome[]>;
+  /** Extends the leases `token` still owns among `keys` to leaseMs from now; others are left alone. */
+  renew(keys: readonly string[], token: string, leaseMs: number): Promise<void>;
+  /**
+   * Stores the answer for ttlMs, once it is durable; only where the key is free or pending for the
+   * same fingerprint (whoever owns the lease: every owner of one fingerprint publishes under one
+   * message id and ends with the same records). A done entry is never replaced. True when stored.
+   */
+  complete(key: string, entry: DoneEntry, ttlMs: number): Promise<boolean>;
+  /** Frees the pending leases `token` owns among `keys` (a request that failed before storing). */
+  release(keys: readonly string[], token: string): Promise<void>;
   get(key: string): Promise<IdempotencyEntry | null>;
 }
 

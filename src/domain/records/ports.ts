@@ -42,14 +42,51 @@ export interface Subscription {
   stop(): Promise<void>;
 }
 
+/** A message of its own, deduplicated by its id (see RecordQueue.publish). */
+export interface PublishOptions {
+  /**
+   * The message's deduplication id: a message whose id was stored within the queue's duplicate
+   * window (24 h) is not stored again. Default: derived from the records' ingestIds.
+   */
+  readonly msgId?: string;
+  /** Text stored with the message and given back to a later publish that duplicates it. */
+  readonly note?: string;
+}
+
+export type PublishResult =
+  | { readonly duplicate: false }
+  /** The id was already stored: nothing was written, and these are the records stored under it. */
+  | { readonly duplicate: true; readonly records: readonly AcceptedRecord[]; readonly note: string | null };
+
+/** A message published with a note, as the queue still holds it. */
+export interface NotedMessage {
+  readonly msgId: string;
+  readonly note: string;
+  readonly records: readonly AcceptedRecord[];
+}
+
 /** Durable queue of accepted records. */
 export interface RecordQueue {
   /**
    * Publishes records; resolves only once they are durably stored (the queue's acknowledgement),
-   * which is what a 202 promises. Records of concurrent calls may be coalesced into one message.
-   * A publish retried after a lost acknowledgement is not stored twice.
+   * which is what a 202 promises. Without options, records of concurrent calls may be coalesced
+   * into one message. With options, the records form one message of their own under its id, and
+   * a publish whose id was already stored resolves `duplicate` with the records stored first, so a
+   * retry after a crash or an indeterminate failure (a lost acknowledgement) stores nothing twice.
    */
-  publish(records: readonly OutgoingRecord[]): Promise<void>;
+  publish(records: readonly OutgoingRecord[], options?: PublishOptions): Promise<PublishResult>;
+  /**
+   * Bytes of encoded records (payloads and metadata) a message published with options should not
+   * exceed: what a caller splitting many records into messages aims for, leaving room for the
+   * message's id and note. One record alone may exceed it up to the queue's own message limit.
+   */
+  readonly maxMessageBytes: number;
+  /**
+   * Messages with a note that the queue holds on local disk, oldest first: for a queue whose
+   * duplicate window ends with its retention (the embedded queue), so their notes can be acted on
+   * at start-up. Queues that keep ids for the whole window do not implement it.
+   */
+  notedMessages?(): AsyncIterable<NotedMessage>;
   /** Consumes with a handler; the handler acks or naks each delivery. */
   consume(options: ConsumeOptions, handler: (deliveries: readonly Delivery[]) => Promise<void>): Subscription;
   /** Health probe: throws a DrisError when the queue cannot accept publishes. */
