@@ -315,8 +315,9 @@ t.test('tampered index rows and manifests', async (t) => {
     `INSERT INTO dris.record_evidence SELECT * REPLACE (replaceOne(evidence, JSONExtractString(evidence, 12, 1), '${'0'.repeat(64)}') AS evidence, version + 100 AS version) FROM dris.record_evidence FINAL WHERE record_id = 'b'`,
     // batch 1 points at batch 2's manifest.
     `INSERT INTO dris.batches SELECT * REPLACE ((SELECT any(manifest_cid) FROM dris.batches FINAL WHERE batch_id = '${batch2}') AS manifest_cid, version + 100 AS version) FROM dris.batches FINAL WHERE batch_id = '${batch1}'`,
-    // batch 2 recorded as Failed.
-    `INSERT INTO dris.batches SELECT * REPLACE ('Failed' AS status, version + 100 AS version) FROM dris.batches FINAL WHERE batch_id = '${batch2}'`,
+    // batch 2 recorded as Failed, under a root that was never anchored: reconciliation adopts a
+    // Failed batch whose root it finds on chain, and this one it cannot find.
+    `INSERT INTO dris.batches SELECT * REPLACE ('Failed' AS status, '${'f'.repeat(64)}' AS merkle_root, version + 100 AS version) FROM dris.batches FINAL WHERE batch_id = '${batch2}'`,
   ]);
   await restart();
 

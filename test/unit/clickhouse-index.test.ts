@@ -130,15 +130,21 @@ void t.test('migrate applies missing migrations in order, then only bootstraps',
   t.same(execs[37]?.params, { version: 18, name: 'back-fill record_evidence' });
   t.equal(execs[38]?.sql, 'DROP VIEW IF EXISTS dris_test.record_lookup_from_records');
   t.same(execs[39]?.params, { version: 19, name: 'drop record_lookup_from_records' });
-  t.equal(execs.length, 40);
+  t.equal(execs[40]?.sql, 'ALTER TABLE dris_test.batches MODIFY COLUMN version UInt128');
+  t.same(execs[41]?.params, { version: 20, name: 'batches version carries the leader epoch' });
+  t.equal(execs[42]?.sql, 'ALTER TABLE dris_test.snapshots MODIFY COLUMN version UInt128');
+  t.same(execs[43]?.params, { version: 21, name: 'snapshots version carries the leader epoch' });
+  t.equal(execs[44]?.sql, 'ALTER TABLE dris_test.snapshot_lifecycle ADD COLUMN IF NOT EXISTS epoch UInt64 DEFAULT 0');
+  t.same(execs[45]?.params, { version: 22, name: 'snapshot_lifecycle epoch' });
+  t.equal(execs.length, 46);
   // Migrations run without the per-query limit (a back-fill takes as long as the table is large).
   const migrationTimeouts = runner.timeouts.filter((_, i) => i >= 2 && i % 2 === 0);
-  t.equal(migrationTimeouts.length, 19);
+  t.equal(migrationTimeouts.length, 22);
   t.ok(migrationTimeouts.every((ms) => ms !== undefined && ms >= 3_600_000));
 
   const again = new FakeRunner();
   // A server answers 64-bit integers as strings.
-  again.onQuery = () => Array.from({ length: 19 }, (_, i) => ({ version: String(i + 1) }));
+  again.onQuery = () => Array.from({ length: 22 }, (_, i) => ({ version: String(i + 1) }));
   await new ClickHouseIndex(OPTIONS, again).migrate();
   t.equal(again.of('exec').length, 2);
 });
