@@ -23,6 +23,10 @@ export default tseslint.config(
     languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
   },
   {
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
+  },
+  {
     // tap owns its subtests' promises: `t.test(...)` at the top of a file is how tap is written.
     files: ['bench/**/*.ts', 'test/**/*.ts'],
     rules: { 'no-console': 'off', '@typescript-eslint/no-floating-promises': 'off' },
