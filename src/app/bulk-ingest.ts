@@ -28,18 +28,10 @@ interface Message {
 
 type Published = { readonly ok: true; readonly result: PublishResult } | { readonly ok: false; readonly err: DrisError };
 
-function itemOf(index: number, r: Pick<AcceptedRecord, 'recordId' | 'recordHash' | 'tenantId' | 'acceptedAt' | 'payloadHash' | 'salt' | 'ingestId'>, replayed: boolean): BulkItemAccepted {
-  return {
-    index,
-    recordId: r.recordId,
-    recordHash: r.recordHash,
-    tenantId: r.tenantId,
-    acceptedAt: r.acceptedAt,
-    payloadHash: r.payloadHash,
-    salt: r.salt,
-    ingestId: r.ingestId,
-    idempotencyReplayed: replayed,
-  };
+/** A bulk item's answer: the record's own 202 answer (`answerOf`), placed at its index. */
+function itemOf(index: number, answer: IngestRecordResponse, replayed: boolean): BulkItemAccepted {
+  const { hashScheme: _scheme, idempotencyReplayed: _replayed, ...fields } = answer;
+  return { index, ...fields, idempotencyReplayed: replayed };
 }
 
 /**
@@ -162,16 +154,21 @@ export class BulkIngestion {
   /** Takes a message's outcome into the answer: its own records, or those stored first under its id. */
   private async settle(m: Message, result: PublishResult): Promise<void> {
     if (!result.duplicate) {
-      for (const [k, c] of m.cands.entries()) this.accepted.set(c.index, itemOf(c.index, m.records[k] as OutgoingRecord, false));
-      if (m.itemKey !== null) await this.completeItem(m.itemKey, m.records[0] as OutgoingRecord);
+      for (const [k, c] of m.cands.entries()) {
+        const record = m.records[k] as OutgoingRecord;
+        const answer = answerOf(record);
+        this.accepted.set(c.index, itemOf(c.index, answer, false));
+        if (m.itemKey !== null) await this.completeItem(m.itemKey, record, answer);
+      }
       return;
     }
     if (m.itemKey !== null) {
       const cand = m.cands[0] as Candidate;
       const stored = result.records[0];
       if (stored === undefined) throw new DrisError('internal_error', 'a duplicate message without records');
-      await this.completeItem(m.itemKey, stored);
-      if (recordFingerprint(stored) === cand.fingerprint()) this.accepted.set(cand.index, itemOf(cand.index, stored, true));
+      const answer = answerOf(stored);
+      await this.completeItem(m.itemKey, stored, answer);
+      if (recordFingerprint(stored) === cand.fingerprint()) this.accepted.set(cand.index, itemOf(cand.index, answer, true));
       else this.reject(cand.index, cand.req.recordId, new DrisError('idempotency_conflict', 'the idempotency key was used for a different request'));
       return;
     }
@@ -183,20 +180,23 @@ export class BulkIngestion {
       const stored = storedAt.get(c.index);
       // The same body forms the same parts; an item missing from the stored part was not stored.
       if (stored === undefined) this.reject(c.index, c.req.recordId, new DrisError('idempotency_conflict', 'the idempotency key was used for a different request'));
-      else this.accepted.set(c.index, itemOf(c.index, stored, true));
+      else this.accepted.set(c.index, itemOf(c.index, answerOf(stored), true));
     }
   }
 
-  private completeItem(key: string, stored: Omit<AcceptedRecord, 'payload'>): Promise<void> {
-    return this.deps.claims.complete(key, { state: 'done', fingerprint: recordFingerprint(stored), status: 202, body: JSON.stringify(answerOf(stored)) });
+  private completeItem(key: string, stored: Omit<AcceptedRecord, 'payload'>, answer: IngestRecordResponse): Promise<void> {
+    return this.deps.claims.complete(key, { state: 'done', fingerprint: recordFingerprint(stored), status: 202, body: JSON.stringify(answer) });
   }
 
   private answer(total: number): { status: number; body: BulkIngestResponse } {
+    // An alias takes the outcome of the item it repeats: looked up by index, not searched for.
+    const firstRejection = new Map<number, BulkItemRejected>();
+    for (const r of this.rejected) if (!firstRejection.has(r.index)) firstRejection.set(r.index, r);
     for (const a of this.aliases) {
       const of = this.accepted.get(a.of);
       if (of !== undefined) this.accepted.set(a.index, { ...of, index: a.index, idempotencyReplayed: true });
       else {
-        const why = this.rejected.find((r) => r.index === a.of);
+        const why = firstRejection.get(a.of);
         this.rejected.push({ index: a.index, recordId: a.recordId, error: why?.error ?? 'idempotency_conflict', details: why?.details ?? [] });
       }
     }

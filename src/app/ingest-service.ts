@@ -4,7 +4,7 @@ import { DrisError, type FieldError } from '../errors/dris-error.js';
 import type { BodyShape, PreparedBody, PreparedPayload } from '../domain/hashing/port.js';
 import type { IdempotencyStore } from '../domain/limits/ports.js';
 import type { RecordQueue } from '../domain/records/ports.js';
-import { HASH_SCHEME, type OutgoingRecord, type BulkIngestResponse, type IngestRecordResponse, type RecordEnvelope } from '../domain/records/types.js';
+import { envelopeOf, HASH_SCHEME, type OutgoingRecord, type BulkIngestResponse, type IngestRecordResponse, type RecordEnvelope } from '../domain/records/types.js';
 import { newIngestId } from '../domain/records/ids.js';
 import { assertTenant, type Principal } from './authenticator.js';
 import { validateBulkEnvelope, validateIngestRecord } from './validators.js';
@@ -136,34 +136,13 @@ export class IngestService {
   private async build(principal: Principal, candidates: readonly Candidate[], correlationId: string): Promise<OutgoingRecord[]> {
     const acceptedAtMs = this.now();
     const acceptedAt = new Date(acceptedAtMs).toISOString();
-    const envelopes: RecordEnvelope[] = candidates.map((c) => ({
-      hashScheme: HASH_SCHEME,
-      tenantId: c.req.tenantId,
-      database: c.req.database,
-      collection: c.req.collection,
-      recordId: c.req.recordId,
-      recordVersion: c.req.recordVersion,
-      operationType: c.req.operationType,
-      sourceTimestamp: c.req.sourceTimestamp,
-      payloadHash: c.payload.payloadHash,
-      salt: randomHex(16),
-    }));
+    const envelopes: RecordEnvelope[] = candidates.map((c) => envelopeOf({ ...c.req, hashScheme: HASH_SCHEME, payloadHash: c.payload.payloadHash, salt: randomHex(16) }));
     const hashes = await this.deps.hasher.recordHashes(envelopes);
     const records = new Array<OutgoingRecord>(envelopes.length);
     for (let i = 0; i < envelopes.length; i++) {
-      const env = envelopes[i] as RecordEnvelope;
       const c = candidates[i] as Candidate;
       records[i] = {
-        hashScheme: env.hashScheme,
-        tenantId: env.tenantId,
-        database: env.database,
-        collection: env.collection,
-        recordId: env.recordId,
-        recordVersion: env.recordVersion,
-        operationType: env.operationType,
-        sourceTimestamp: env.sourceTimestamp,
-        payloadHash: env.payloadHash,
-        salt: env.salt,
+        ...(envelopes[i] as RecordEnvelope),
         ingestId: newIngestId(acceptedAtMs),
         clientId: c.req.clientId,
         keyId: principal.keyId,

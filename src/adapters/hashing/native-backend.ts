@@ -7,8 +7,12 @@ import type { RecordEnvelope } from '../../domain/records/types.js';
 import { assertCanonicalizable } from '../../domain/hashing/canonical.js';
 import { HASH_LEN, MerkleHasher, type FlatProofs } from '../../domain/hashing/merkle.js';
 import type { BodyShape, HashBackendName, HashingBackend, PreparedBody, PreparedPayload } from '../../domain/hashing/port.js';
-import { envelopeCanonical } from '../../domain/hashing/record-hash.js';
+import { envelopeCanonical, NULLABLE_ENVELOPE_FIELD } from '../../domain/hashing/record-hash.js';
+import { ENVELOPE_FIELDS } from '../../domain/records/envelope.js';
 import { LazyPreparedBody, type EnvelopeText } from './lazy-prepared-body.js';
+
+/** Members per envelope in envelopeHashesUtf16's arguments, in ENVELOPE_FIELDS' order. */
+const WIDTH = ENVELOPE_FIELDS.length;
 
 /** What native/src/lib.rs exports (napi-rs turns snake_case into camelCase). */
 interface AllProofsNative {
@@ -331,37 +335,23 @@ export class NativeHashingBackend implements HashingBackend {
     // The values cross as one string of UTF-16 code units plus their lengths: concatenation is
     // cheap in V8, and escaping, UTF-8 and the check for unpaired surrogates happen in native
     // code. A value that is not a string (or null where allowed) takes the checked path.
-    if (this.envelopeLengths.length < 10 * n) this.envelopeLengths = new Int32Array(10 * n);
+    if (this.envelopeLengths.length < WIDTH * n) this.envelopeLengths = new Int32Array(WIDTH * n);
     const lengths = this.envelopeLengths;
     let text = '';
-    for (let i = 0, k = 0; i < n; i++, k += 10) {
+    for (let i = 0, k = 0; i < n; i++, k += WIDTH) {
       const e = envelopes[i]!;
-      const { collection, database, hashScheme, operationType, payloadHash, recordId, recordVersion, salt, sourceTimestamp, tenantId } = e;
-      if (
-        typeof collection !== 'string' ||
-        typeof database !== 'string' ||
-        typeof hashScheme !== 'string' ||
-        typeof operationType !== 'string' ||
-        typeof payloadHash !== 'string' ||
-        typeof recordId !== 'string' ||
-        typeof recordVersion !== 'string' ||
-        typeof salt !== 'string' ||
-        (typeof sourceTimestamp !== 'string' && sourceTimestamp !== null) ||
-        typeof tenantId !== 'string'
-      ) {
-        return this.checkedRecordHashes(envelopes);
+      for (let j = 0; j < WIDTH; j++) {
+        const field = ENVELOPE_FIELDS[j]!;
+        const value: unknown = e[field];
+        if (typeof value === 'string') {
+          text += value;
+          lengths[k + j] = value.length;
+        } else if (value === null && field === NULLABLE_ENVELOPE_FIELD) {
+          lengths[k + j] = -1;
+        } else {
+          return this.checkedRecordHashes(envelopes);
+        }
       }
-      text += collection + database + hashScheme + operationType + payloadHash + recordId + recordVersion + salt + (sourceTimestamp ?? '') + tenantId;
-      lengths[k] = collection.length;
-      lengths[k + 1] = database.length;
-      lengths[k + 2] = hashScheme.length;
-      lengths[k + 3] = operationType.length;
-      lengths[k + 4] = payloadHash.length;
-      lengths[k + 5] = recordId.length;
-      lengths[k + 6] = recordVersion.length;
-      lengths[k + 7] = salt.length;
-      lengths[k + 8] = sourceTimestamp === null ? -1 : sourceTimestamp.length;
-      lengths[k + 9] = tenantId.length;
     }
     if (this.envelopeUnits.length < 2 * text.length) this.envelopeUnits = Buffer.allocUnsafeSlow(4 * text.length);
     if (this.envelopeOut.length < 64 * n) this.envelopeOut = Buffer.allocUnsafeSlow(64 * n);
@@ -369,7 +359,7 @@ export class NativeHashingBackend implements HashingBackend {
     units.write(text, 0, 'utf16le');
     const ok = this.addon.envelopeHashesUtf16(
       new Uint16Array(units.buffer, units.byteOffset, text.length),
-      lengths.subarray(0, 10 * n),
+      lengths.subarray(0, WIDTH * n),
       this.envelopeOut,
     );
     if (!ok) return this.checkedRecordHashes(envelopes);

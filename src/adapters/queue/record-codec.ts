@@ -1,4 +1,4 @@
-import type { AcceptedRecord, OutgoingRecord } from '../../domain/records/types.js';
+import { envelopeOf, type AcceptedRecord, type OutgoingRecord } from '../../domain/records/types.js';
 
 /**
  * The bytes of a queue message: the records published together, each as its metadata (JSON) and
@@ -84,22 +84,13 @@ export function encodeRecords(records: readonly OutgoingRecord[], label?: Messag
 }
 
 function metaJson(r: OutgoingRecord): string {
-  // Members named one by one: a rest spread would copy the object first, and the payload bytes
-  // must not be serialised here.
+  // Members named rather than a rest spread of the record: that would copy the payload bytes
+  // along, and they must not be serialised here.
   return JSON.stringify({
     ingestId: r.ingestId,
-    hashScheme: r.hashScheme,
-    tenantId: r.tenantId,
     clientId: r.clientId,
     keyId: r.keyId,
-    database: r.database,
-    collection: r.collection,
-    recordId: r.recordId,
-    recordVersion: r.recordVersion,
-    operationType: r.operationType,
-    sourceTimestamp: r.sourceTimestamp,
-    payloadHash: r.payloadHash,
-    salt: r.salt,
+    ...envelopeOf(r),
     recordHash: r.recordHash,
     acceptedAt: r.acceptedAt,
     idempotencyKey: r.idempotencyKey,

@@ -1,5 +1,5 @@
 import { DrisError } from '../../errors/dris-error.js';
-import type { RecordEnvelope } from '../records/types.js';
+import { ENVELOPE_FIELDS, type EnvelopeField, type RecordEnvelope } from '../records/envelope.js';
 import { canonicalize } from './canonical.js';
 import { isWellFormed } from './well-formed.js';
 
@@ -23,38 +23,25 @@ export function payloadDigest(payload: unknown, sha256Hex: Sha256Hex): PayloadDi
   return { canonical, payloadHash: sha256Hex(canonical) };
 }
 
+/** The one member of the envelope that may be null. */
+export const NULLABLE_ENVELOPE_FIELD = 'sourceTimestamp' satisfies EnvelopeField;
+
 /**
- * JCS of the envelope. Its members are fixed and all strings (or null), so their sorted order is
- * written out once here; the result equals canonicalize(envelope), which the tests check.
+ * JCS of the envelope. Its members are fixed and all strings (or null), so they are written in
+ * ENVELOPE_FIELDS' order, which is RFC 8785's; the result equals canonicalize(envelope), which the
+ * tests check.
  */
 export function envelopeCanonical(e: RecordEnvelope): string {
-  return (
-    '{"collection":' + str(e.collection, 'collection') +
-    ',"database":' + str(e.database, 'database') +
-    ',"hashScheme":' + str(e.hashScheme, 'hashScheme') +
-    ',"operationType":' + str(e.operationType, 'operationType') +
-    ',"payloadHash":' + str(e.payloadHash, 'payloadHash') +
-    ',"recordId":' + str(e.recordId, 'recordId') +
-    ',"recordVersion":' + str(e.recordVersion, 'recordVersion') +
-    ',"salt":' + str(e.salt, 'salt') +
-    ',"sourceTimestamp":' + (e.sourceTimestamp === null ? 'null' : str(e.sourceTimestamp, 'sourceTimestamp')) +
-    ',"tenantId":' + str(e.tenantId, 'tenantId') +
-    '}'
-  );
+  let out = '{';
+  for (let i = 0; i < ENVELOPE_FIELDS.length; i++) {
+    const field = ENVELOPE_FIELDS[i] as EnvelopeField;
+    const value = e[field];
+    out += `${i === 0 ? '"' : ',"'}${field}":${value === null && field === NULLABLE_ENVELOPE_FIELD ? 'null' : str(value, field)}`;
+  }
+  return `${out}}`;
 }
 
-export const ENVELOPE_FIELDS = [
-  'collection',
-  'database',
-  'hashScheme',
-  'operationType',
-  'payloadHash',
-  'recordId',
-  'recordVersion',
-  'salt',
-  'sourceTimestamp',
-  'tenantId',
-] as const;
+export { ENVELOPE_FIELDS };
 
 function str(v: unknown, field: string): string {
   if (typeof v !== 'string') {

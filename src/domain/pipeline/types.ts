@@ -11,20 +11,24 @@ export interface PreviousBatch {
   readonly cid: string;
 }
 
-export interface Batch {
+/** What identifies a batch on chain, read without its leaves. */
+export interface BatchRef {
   readonly batchId: string;
-  readonly createdAtMs: number;
-  readonly status: BatchStatus;
-  readonly treeSize: number;
   /** RFC 9162 root, lowercase hex. */
   readonly merkleRoot: string;
+  /** Set once anchored (a retried batch gets the next free sequence). */
+  readonly batchSeq: number | null;
+  readonly createdAtMs: number;
+}
+
+export interface Batch extends BatchRef {
+  readonly status: BatchStatus;
+  readonly treeSize: number;
   /** recordHash of every leaf, in tree order. */
   readonly leaves: readonly string[];
   /** ingestId of every leaf, in tree order. */
   readonly ingestIds: readonly string[];
   readonly tenants: readonly string[];
-  /** Set once anchored (a retried batch gets the next free sequence). */
-  readonly batchSeq: number | null;
   readonly manifestCid: string | null;
   readonly previous: PreviousBatch | null;
   readonly chainId: number | null;
@@ -35,14 +39,6 @@ export interface Batch {
   /** Anchoring attempts since the batch was formed or last retried. */
   readonly attempts: number;
   readonly lastError: string | null;
-}
-
-/** What identifies a batch on chain, read without its leaves. */
-export interface BatchRef {
-  readonly batchId: string;
-  readonly merkleRoot: string;
-  readonly batchSeq: number | null;
-  readonly createdAtMs: number;
 }
 
 export interface Snapshot {

@@ -1,14 +1,12 @@
 import type { tags } from 'typia';
+import type { HashScheme, OperationType, RecordEnvelope } from './envelope.js';
 
 /**
  * Wire and domain types of records. The HTTP validators (typia) and the OpenAPI schemas are both
  * generated from these declarations, so the documented shape and the enforced shape are one.
  */
 
-export const HASH_SCHEME = 'dris-v1' as const;
-export type HashScheme = typeof HASH_SCHEME;
-
-export type OperationType = 'insert' | 'update' | 'delete' | 'upsert';
+export { ENVELOPE_FIELDS, HASH_SCHEME, envelopeOf, type EnvelopeField, type HashScheme, type OperationType, type RecordEnvelope } from './envelope.js';
 
 /** Identifiers that also name queue subjects and index partitions. */
 export type TenantId = string & tags.Pattern<'^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$'>;
@@ -93,20 +91,6 @@ export interface BulkIngestResponse {
   accepted: number & tags.Type<'uint32'>;
   items: BulkItemAccepted[];
   rejected: BulkItemRejected[];
-}
-
-/** The envelope whose canonical form is hashed into recordHash (DECISIONS, hashing contract). */
-export interface RecordEnvelope {
-  hashScheme: HashScheme;
-  tenantId: string;
-  database: string;
-  collection: string;
-  recordId: string;
-  recordVersion: string;
-  operationType: OperationType;
-  sourceTimestamp: string | null;
-  payloadHash: string;
-  salt: string;
 }
 
 /** A record once accepted: what the queue carries and the hot index stores. */

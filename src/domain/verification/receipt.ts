@@ -1,4 +1,4 @@
-import { HASH_SCHEME, type RecordEnvelope } from '../records/types.js';
+import { envelopeOf, HASH_SCHEME, type RecordEnvelope } from '../records/envelope.js';
 import type { Claim } from './assess.js';
 import type { BatchAnchor, StoredRecord } from './ports.js';
 import { RECEIPT_VERSION, type Receipt } from './types.js';
@@ -15,20 +15,10 @@ export function buildReceipt(record: StoredRecord, batch: BatchAnchor, nowMs: nu
   if (record.batchId === null || record.leafIndex === null || record.treeSize === null) return null;
   if (batch.status !== 'Anchored' || batch.batchId !== record.batchId) return null;
   if (batch.batchSeq === null || batch.manifestCid === null || batch.chainId === null || batch.contractAddress === null || batch.txHash === null || batch.blockNumber === null || batch.anchoredAtMs === null) return null;
-  const e = record.envelope;
   return {
     receiptVersion: RECEIPT_VERSION,
-    hashScheme: e.hashScheme,
+    ...envelopeOf(record.envelope),
     merkleAlgorithm: 'rfc9162-sha256',
-    tenantId: e.tenantId,
-    database: e.database,
-    collection: e.collection,
-    recordId: e.recordId,
-    recordVersion: e.recordVersion,
-    operationType: e.operationType,
-    sourceTimestamp: e.sourceTimestamp,
-    payloadHash: e.payloadHash,
-    salt: e.salt,
     recordHash: record.recordHash,
     leafIndex: record.leafIndex,
     treeSize: record.treeSize,
@@ -48,18 +38,8 @@ export function buildReceipt(record: StoredRecord, batch: BatchAnchor, nowMs: nu
 }
 
 export function envelopeOfReceipt(r: Receipt): RecordEnvelope {
-  return {
-    hashScheme: HASH_SCHEME,
-    tenantId: r.tenantId,
-    database: r.database,
-    collection: r.collection,
-    recordId: r.recordId,
-    recordVersion: r.recordVersion,
-    operationType: r.operationType,
-    sourceTimestamp: r.sourceTimestamp,
-    payloadHash: r.payloadHash,
-    salt: r.salt,
-  };
+  // The scheme this verifier computes: a receipt naming another is refused before it gets here.
+  return { ...envelopeOf(r), hashScheme: HASH_SCHEME };
 }
 
 export function claimOfReceipt(r: Receipt): Claim {
