@@ -1,13 +1,12 @@
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DrisError } from '../../errors/dris-error.js';
 import type { AcceptedRecord, OutgoingRecord } from '../../domain/records/types.js';
 import type { ConsumeOptions, Delivery, NotedMessage, PublishOptions, PublishResult, RecordQueue, Subscription } from '../../domain/records/ports.js';
-import { componentLogger } from '../../util/logger.js';
+import { componentLogger, type Logger } from '../../util/logger.js';
+import { ConsumerState, type InFlight } from './consumer-state.js';
 import { encodeDeadLetter, encodeUndecodable } from './dead-letter.js';
 import { decodeLabelled, decodeMessage, encodeRecords, messageLabel, type MessageLabel } from './record-codec.js';
 import { SegmentLog } from './segment-log.js';
-import { writeFileDurably } from '../storage/durable-file.js';
 import { mkdirDurableSync } from '../storage/log-file-system.js';
 import { RETRY_AFTER_FULL_S, RETRY_AFTER_WRITE_S, storageError } from '../storage/storage-faults.js';
 
@@ -45,101 +44,16 @@ export interface EmbeddedQueueOptions {
   readonly maxBytes?: number;
   /** Asked before every publish; throws (storage_full, storage_failed) when the disk may not take it. */
   readonly admit?: () => void;
+  /** Default: a child of the default root (library use). */
+  readonly logger?: Logger;
 }
 
-/** Delay between a consumer's floor moving and its write to disk, milliseconds. */
-const FLOOR_WRITE_DELAY_MS = 250;
 
-interface InFlight {
-  readonly records: readonly AcceptedRecord[];
-  deliveryCount: number;
-  /** Time after which the message is handed out again, epoch ms. */
-  dueAtMs: number;
+/** A consumer's loop: whether it goes on, and how to wake it from its wait. */
+interface Run {
+  running: boolean;
+  wake: (() => void) | null;
 }
-
-class ConsumerState {
-  ackFloor: number;
-  readonly acked = new Set<number>();
-  /**
-   * Delivered and not acked, in the order of their last delivery, so their ack-wait deadlines
-   * ascend and the due ones are found from the front. Messages given back (nak) carry a deadline
-   * of their own and are also listed in `given`.
-   */
-  readonly inFlight = new Map<number, InFlight>();
-  readonly given = new Set<number>();
-  nextRead: number;
-  private persistTimer: NodeJS.Timeout | null = null;
-  /** Floor writes, one after the other, so an older floor never lands after a newer one. */
-  private writing: Promise<void> = Promise.resolve();
-  private written = -1;
-
-  /** `nextAfter(seq)`: the seq after `seq` that the log holds (lost ranges are passed over). */
-  constructor(
-    private readonly file: string,
-    private readonly nextAfter: (seq: number) => number,
-  ) {
-    this.ackFloor = ConsumerState.readFloor(file);
-    this.written = this.ackFloor;
-    this.nextRead = this.ackFloor + 1;
-  }
-
-  private static readFloor(file: string): number {
-    try {
-      const data = JSON.parse(readFileSync(file, 'utf8')) as { ackFloor?: unknown };
-      return typeof data.ackFloor === 'number' && Number.isSafeInteger(data.ackFloor) ? data.ackFloor : 0;
-    } catch {
-      return 0;
-    }
-  }
-
-  ack(seq: number): boolean {
-    if (seq <= this.ackFloor) return false;
-    this.inFlight.delete(seq);
-    this.given.delete(seq);
-    this.acked.add(seq);
-    let advanced = false;
-    for (let next = this.nextAfter(this.ackFloor); this.acked.delete(next); next = this.nextAfter(next)) {
-      this.ackFloor = next;
-      advanced = true;
-    }
-    if (advanced) this.schedulePersist();
-    return advanced;
-  }
-
-  /**
-   * The floor is written lazily: losing its last moves only causes redelivery, never loss. Each
-   * write costs two disk flushes (the file, its directory), hence at most a few a second.
-   */
-  private schedulePersist(): void {
-    if (this.persistTimer !== null) return;
-    this.persistTimer = setTimeout(() => {
-      this.persistTimer = null;
-      void this.persist();
-    }, FLOOR_WRITE_DELAY_MS);
-    this.persistTimer.unref();
-  }
-
-  /** Writes the floor (tmp, flush, rename, directory flush); never rejects: a lost floor only redelivers. */
-  persist(): Promise<void> {
-    if (this.persistTimer !== null) {
-      clearTimeout(this.persistTimer);
-      this.persistTimer = null;
-    }
-    this.writing = this.writing.then(async () => {
-      const floor = this.ackFloor;
-      if (floor === this.written) return;
-      try {
-        await writeFileDurably(this.file, JSON.stringify({ ackFloor: floor }));
-        this.written = floor;
-      } catch (err) {
-        floorLogger.warn({ err, file: this.file }, 'writing a consumer position failed; it will be tried again');
-      }
-    });
-    return this.writing;
-  }
-}
-
-const floorLogger = componentLogger('embedded-queue');
 
 export class EmbeddedQueue implements RecordQueue {
   private readonly log: SegmentLog;
@@ -148,7 +62,7 @@ export class EmbeddedQueue implements RecordQueue {
   private readonly wakers = new Set<() => void>();
   private pendingPublishes = 0;
   private closed = false;
-  private readonly log$ = componentLogger('embedded-queue');
+  private readonly log$: Logger;
   /** Message id → seq of the messages with an id that the log holds. */
   private readonly ids = new Map<string, number>();
   /** Publishes of an id still awaiting the disk: a concurrent publish of the same id waits for it. */
@@ -158,6 +72,7 @@ export class EmbeddedQueue implements RecordQueue {
   readonly maxMessageBytes = MAX_MESSAGE_BYTES;
 
   private constructor(private readonly options: EmbeddedQueueOptions) {
+    this.log$ = options.logger ?? componentLogger('embedded-queue');
     mkdirDurableSync(path.join(options.dir, 'consumers'));
     this.log = SegmentLog.open(path.join(options.dir, 'log'));
     this.deadLetters = SegmentLog.open(path.join(options.dir, 'dead-letter'));
@@ -198,7 +113,7 @@ export class EmbeddedQueue implements RecordQueue {
     if (!/^[A-Za-z0-9_-]{1,64}$/.test(name)) throw new DrisError('config_invalid', `invalid consumer name ${JSON.stringify(name)}`);
     let s = this.states.get(name);
     if (s === undefined) {
-      s = new ConsumerState(path.join(this.options.dir, 'consumers', `${name}.json`), (seq) => this.log.nextAfter(seq));
+      s = new ConsumerState(path.join(this.options.dir, 'consumers', `${name}.json`), (seq) => this.log.nextAfter(seq), this.log$);
       this.states.set(name, s);
     }
     return s;
@@ -303,108 +218,75 @@ export class EmbeddedQueue implements RecordQueue {
 
   consume(options: ConsumeOptions, handler: (deliveries: readonly Delivery[]) => Promise<void>): Subscription {
     const state = this.stateOf(options.consumer);
-    let running = true;
-    let wake: (() => void) | null = null;
-    const timerWake = (): void => wake?.();
-
-    const nextBatch = async (): Promise<Delivery[]> => {
-      const now = Date.now();
-      const out: Delivery[] = [];
-      // Redeliveries first: a message given back or past its ack wait goes out before new ones.
-      const due: number[] = [];
-      for (const seq of state.given) {
-        if (due.length >= options.maxBatch) break;
-        const f = state.inFlight.get(seq);
-        if (f === undefined) state.given.delete(seq);
-        else if (f.dueAtMs <= now) due.push(seq);
-      }
-      for (const [seq, f] of state.inFlight) {
-        if (due.length >= options.maxBatch) break;
-        if (state.given.has(seq)) continue;
-        if (f.dueAtMs > now) break;
-        due.push(seq);
-      }
-      for (const seq of due) {
-        const f = state.inFlight.get(seq);
-        if (f === undefined) continue;
-        state.given.delete(seq);
-        // To the back: it is the most recently delivered now.
-        state.inFlight.delete(seq);
-        state.inFlight.set(seq, f);
-        f.deliveryCount += 1;
-        out.push(this.delivery(state, seq, f, options.ackWaitMs, options.consumer));
-      }
-      const room = Math.min(options.maxBatch - out.length, options.maxInFlight - state.inFlight.size);
-      state.nextRead = this.log.nextAfter(state.nextRead - 1);
-      if (room > 0 && state.nextRead <= this.log.lastSeq) {
-        const entries = await this.log.read(state.nextRead, room);
-        for (const e of entries) {
-          state.nextRead = e.seq + 1;
-          if (e.seq <= state.ackFloor || state.acked.has(e.seq)) continue;
-          let records: AcceptedRecord[];
-          try {
-            records = decodeMessage(e.payload);
-          } catch (err) {
-            // A frame that passed its checksum but is not a message cannot be retried into sense.
-            await this.setAsideUndecodable(state, options.consumer, e.seq, e.payload, err);
-            continue;
-          }
-          const f: InFlight = { records, deliveryCount: 1, dueAtMs: 0 };
-          state.inFlight.set(e.seq, f);
-          out.push(this.delivery(state, e.seq, f, options.ackWaitMs, options.consumer));
-        }
-      }
-      return out;
-    };
-
-    const loop = async (): Promise<void> => {
-      while (running) {
-        let batch: Delivery[];
-        try {
-          batch = await nextBatch();
-        } catch (err) {
-          this.log$.error({ err, consumer: options.consumer }, 'queue read failed');
-          batch = [];
-        }
-        if (batch.length > 0) {
-          try {
-            await handler(batch);
-          } catch (err) {
-            this.log$.error({ err, consumer: options.consumer }, 'consumer handler failed; messages will be redelivered');
-            for (const d of batch) d.nak(1000);
-          }
-          continue;
-        }
-        let soonest = Infinity;
-        for (const seq of state.given) soonest = Math.min(soonest, state.inFlight.get(seq)?.dueAtMs ?? Infinity);
-        for (const [seq, f] of state.inFlight) {
-          if (state.given.has(seq)) continue;
-          soonest = Math.min(soonest, f.dueAtMs);
-          break;
-        }
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-          this.wakers.add(resolve);
-          const delay = Number.isFinite(soonest) ? Math.max(1, soonest - Date.now()) : 1000;
-          const t = setTimeout(resolve, delay);
-          t.unref();
-        });
-        if (wake !== null) this.wakers.delete(wake);
-        wake = null;
-      }
-    };
-    const done = loop();
-    const unsubscribe = (): void => {
-      running = false;
-      timerWake();
-    };
+    const run: Run = { running: true, wake: null };
+    const done = this.consumeLoop(state, options, handler, run);
     return {
       stop: async () => {
-        unsubscribe();
+        run.running = false;
+        run.wake?.();
         await done;
         await state.persist();
       },
     };
+  }
+
+  private async consumeLoop(state: ConsumerState, options: ConsumeOptions, handler: (deliveries: readonly Delivery[]) => Promise<void>, run: Run): Promise<void> {
+    while (run.running) {
+      let batch: Delivery[];
+      try {
+        batch = await this.nextBatch(state, options);
+      } catch (err) {
+        this.log$.error({ err, consumer: options.consumer }, 'queue read failed');
+        batch = [];
+      }
+      if (batch.length > 0) {
+        try {
+          await handler(batch);
+        } catch (err) {
+          this.log$.error({ err, consumer: options.consumer }, 'consumer handler failed; messages will be redelivered');
+          for (const d of batch) d.nak(1000);
+        }
+        continue;
+      }
+      await this.idle(state.soonestDue(), run);
+    }
+  }
+
+  /** Waits for a publish, a nak, stop, or the next redelivery deadline (at most a second when none). */
+  private async idle(soonest: number, run: Run): Promise<void> {
+    await new Promise<void>((resolve) => {
+      run.wake = resolve;
+      this.wakers.add(resolve);
+      const delay = Number.isFinite(soonest) ? Math.max(1, soonest - Date.now()) : 1000;
+      const t = setTimeout(resolve, delay);
+      t.unref();
+    });
+    if (run.wake !== null) this.wakers.delete(run.wake);
+    run.wake = null;
+  }
+
+  /** Redeliveries first (a message given back or past its ack wait), then new messages, as room allows. */
+  private async nextBatch(state: ConsumerState, options: ConsumeOptions): Promise<Delivery[]> {
+    const out = state.takeDue(Date.now(), options.maxBatch).map(([seq, f]) => this.delivery(state, seq, f, options.ackWaitMs, options.consumer));
+    const room = Math.min(options.maxBatch - out.length, options.maxInFlight - state.inFlight.size);
+    state.nextRead = this.log.nextAfter(state.nextRead - 1);
+    if (room <= 0 || state.nextRead > this.log.lastSeq) return out;
+    for (const e of await this.log.read(state.nextRead, room)) {
+      state.nextRead = e.seq + 1;
+      if (e.seq <= state.ackFloor || state.acked.has(e.seq)) continue;
+      let records: AcceptedRecord[];
+      try {
+        records = decodeMessage(e.payload);
+      } catch (err) {
+        // A frame that passed its checksum but is not a message cannot be retried into sense.
+        await this.setAsideUndecodable(state, options.consumer, e.seq, e.payload, err);
+        continue;
+      }
+      const f: InFlight = { records, deliveryCount: 1, dueAtMs: 0 };
+      state.inFlight.set(e.seq, f);
+      out.push(this.delivery(state, e.seq, f, options.ackWaitMs, options.consumer));
+    }
+    return out;
   }
 
   /** A message that does not decode goes to the dead letters as it is; kept (not acked) if that fails. */
@@ -500,7 +382,7 @@ export class EmbeddedQueue implements RecordQueue {
 }
 
 /** A message's label; null for unlabelled messages and (logged) for a label that cannot be read. */
-function labelOf(payload: Buffer, seq: number, log: ReturnType<typeof componentLogger>): MessageLabel | null {
+function labelOf(payload: Buffer, seq: number, log: Logger): MessageLabel | null {
   try {
     return messageLabel(payload);
   } catch (err) {

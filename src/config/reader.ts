@@ -1,0 +1,73 @@
+import type { FieldError } from '../errors/dris-error.js';
+
+/** The environment as configuration reads it (process.env by default, a plain object in tests). */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Reads variables of `env`, collecting every problem instead of stopping at the first, so that one
+ * start-up names everything wrong. A blank value counts as unset.
+ */
+export class Reader {
+  readonly problems: FieldError[] = [];
+  constructor(private readonly env: Env) {}
+
+  str(name: string): string | undefined {
+    const v = this.env[name];
+    return v === undefined || v.trim() === '' ? undefined : v.trim();
+  }
+
+  int(name: string, def: number, min: number, max: number): number {
+    const raw = this.str(name);
+    if (raw === undefined) return def;
+    if (!/^-?\d+$/.test(raw)) {
+      this.problems.push({ path: name, code: 'not_an_integer', message: `must be an integer, got ${JSON.stringify(raw)}` });
+      return def;
+    }
+    const n = Number(raw);
+    if (n < min || n > max) {
+      this.problems.push({ path: name, code: 'out_of_range', message: `must be between ${min} and ${max}` });
+      return def;
+    }
+    return n;
+  }
+
+  bool(name: string, def: boolean): boolean {
+    const raw = this.str(name);
+    if (raw === undefined) return def;
+    if (/^(1|true|yes|on)$/i.test(raw)) return true;
+    if (/^(0|false|no|off)$/i.test(raw)) return false;
+    this.problems.push({ path: name, code: 'not_a_boolean', message: 'must be true or false' });
+    return def;
+  }
+
+  oneOf<T extends string>(name: string, values: readonly T[], def: T): T {
+    const raw = this.str(name);
+    if (raw === undefined) return def;
+    if ((values as readonly string[]).includes(raw)) return raw as T;
+    this.problems.push({ path: name, code: 'invalid_value', message: `must be one of ${values.join('|')}` });
+    return def;
+  }
+
+  url(name: string, protocols: readonly string[]): string | undefined {
+    const raw = this.str(name);
+    if (raw === undefined) return undefined;
+    try {
+      const u = new URL(raw);
+      if (!protocols.includes(u.protocol)) {
+        this.problems.push({ path: name, code: 'invalid_url', message: `protocol must be one of ${protocols.join(' ')}` });
+        return undefined;
+      }
+      return raw;
+    } catch {
+      this.problems.push({ path: name, code: 'invalid_url', message: 'must be a URL' });
+      return undefined;
+    }
+  }
+}
+
+/** `base` with the members of `extras` that are set (exactOptionalPropertyTypes: no `undefined` members). */
+export function withOptional<T extends object>(base: T, extras: Record<string, string | number | undefined>): T {
+  const out: Record<string, unknown> = { ...(base as Record<string, unknown>) };
+  for (const [k, v] of Object.entries(extras)) if (v !== undefined) out[k] = v;
+  return out as T;
+}
