@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import './threadpool.js';
+import '../config/threadpool.js';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';

@@ -72,16 +72,35 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
   return destination === undefined ? pino(loggerOptions(level)) : pino(loggerOptions(level), destination);
 }
 
-let root: Logger = createLogger(process.env['DRIS_LOG_LEVEL'] ?? 'info');
+/**
+ * The default root, for library-style use only: tests and tools that build a component without
+ * handing it a logger. The service never relies on it: the composition root creates its root from
+ * the configuration (level, redaction) and injects it, or children of it, into what it builds; it
+ * also installs that root here (`replaceRootLogger`) so that a component built without one logs the
+ * same way. Made on first use, at level info, and reading nothing from the environment.
+ */
+let fallback: Logger | undefined;
 
+function defaultRoot(): Logger {
+  fallback ??= createLogger('info');
+  return fallback;
+}
+
+/** Level of the default root and of every logger made from it (tests silence it with 'silent'). */
 export function setLogLevel(level: LevelWithSilent): void {
-  root.level = level;
+  defaultRoot().level = level;
 }
 
+/**
+ * Makes `logger` the default root. Loggers already made from the previous one keep their parent,
+ * which takes the new root's level.
+ */
 export function replaceRootLogger(logger: Logger): void {
-  root = logger;
+  if (fallback !== undefined && fallback !== logger) fallback.level = logger.level;
+  fallback = logger;
 }
 
+/** A child of the default root: the fallback of a component built without an injected logger. */
 export function componentLogger(component: string): Logger {
-  return root.child({ component });
+  return defaultRoot().child({ component });
 }
