@@ -12,6 +12,8 @@ import { compactLine, readResult, RESULT_SCHEMA, writeResult, type BenchResult }
 import type { Scenario } from './lib/scenario.js';
 import { setLogLevel } from '../src/util/logger.js';
 import { fmtNum, fmtRatio, table } from './lib/table.js';
+import { useNativeAddon } from '../src/adapters/hashing/native-backend.js';
+import { loadToolConfig } from '../src/config/cli-config.js';
 
 /**
  * `npm run bench -- <scenario> [options]` and `dris bench ...`: one entry point for every
@@ -189,6 +191,8 @@ function reportCommand(argv: readonly string[]): number {
 
 /** Runs the bench command line; returns the exit status. */
 export async function benchMain(argv: readonly string[]): Promise<number> {
+  // The backend the bench measures in-process is the one the service would load (DRIS_NATIVE_ADDON).
+  useNativeAddon(loadToolConfig().nativeAddon);
   try {
     const scenarios = await loadScenarios();
     const [first, ...rest] = argv;

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { DrisError } from '../errors/dris-error.js';
-import { componentLogger } from '../util/logger.js';
+import { componentLogger, type Logger } from '../util/logger.js';
 
 /**
  * The admin token check of the administration listener. Both sides are compared as SHA-256
@@ -20,6 +20,8 @@ export interface AdminAuthOptions {
   /** Addresses tracked at once; when all are in use, new addresses are refused until some expire. */
   readonly maxAddresses?: number;
   readonly now?: () => number;
+  /** Default: a child of the default root (library use). */
+  readonly logger?: Logger;
 }
 
 interface Failures {
@@ -42,9 +44,10 @@ export class AdminAuthenticator {
   readonly #windowMs: number;
   readonly #maxAddresses: number;
   readonly #now: () => number;
-  readonly #log = componentLogger('admin-auth');
+  readonly #log: Logger;
 
   constructor(private readonly options: AdminAuthOptions) {
+    this.#log = options.logger ?? componentLogger('admin-auth');
     this.#expected = digest(options.token);
     this.#windowMs = options.windowMs ?? 60_000;
     this.#maxAddresses = options.maxAddresses ?? 10_000;

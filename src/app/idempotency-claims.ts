@@ -1,6 +1,6 @@
 import { randomHex } from '../util/random.js';
 import type { DoneEntry, IdempotencyClaim, IdempotencyStore } from '../domain/limits/ports.js';
-import { componentLogger } from '../util/logger.js';
+import { componentLogger, type Logger } from '../util/logger.js';
 
 /** What a request learns about one idempotency key it asked for. */
 export type ClaimOutcome =
@@ -16,9 +16,9 @@ export interface ClaimSettings {
   readonly waitMs: number;
   /** How long a completed answer is kept (the idempotency window). */
   readonly ttlMs: number;
+  /** Default: a child of the default root (library use). */
+  readonly logger?: Logger;
 }
-
-const log = componentLogger('idempotency');
 
 /**
  * The idempotency keys of one request: claimed in one round trip, held as leases renewed while the
@@ -30,11 +30,14 @@ export class RequestClaims {
   /** Keys this request holds a lease on and has neither completed nor released. */
   private readonly held = new Set<string>();
   private timer: NodeJS.Timeout | null = null;
+  private readonly log: Logger;
 
   constructor(
     private readonly store: IdempotencyStore,
     private readonly settings: ClaimSettings,
-  ) {}
+  ) {
+    this.log = settings.logger ?? componentLogger('idempotency');
+  }
 
   /**
    * Claims every key; a key held by the same request elsewhere is waited for (its answer replayed,
@@ -82,7 +85,7 @@ export class RequestClaims {
     this.timer = setInterval(() => {
       if (this.held.size === 0) return;
       // A missed renewal only risks a takeover, which the key's message id makes harmless.
-      this.store.renew([...this.held], this.token, this.settings.leaseMs).catch((err: unknown) => log.warn({ err }, 'idempotency lease renewal failed'));
+      this.store.renew([...this.held], this.token, this.settings.leaseMs).catch((err: unknown) => this.log.warn({ err }, 'idempotency lease renewal failed'));
     }, Math.max(50, Math.floor(this.settings.leaseMs / 3)));
     this.timer.unref();
   }
@@ -98,7 +101,7 @@ export class RequestClaims {
       await this.store.complete(key, entry, this.settings.ttlMs);
       this.held.delete(key);
     } catch (err) {
-      log.warn({ err }, 'idempotency answer not stored; a retry is answered from the queue');
+      this.log.warn({ err }, 'idempotency answer not stored; a retry is answered from the queue');
       await this.release([key]);
     }
   }
@@ -112,7 +115,7 @@ export class RequestClaims {
       await this.store.release(list, this.token);
     } catch (err) {
       // The leases end on their own.
-      log.warn({ err }, 'idempotency release failed');
+      this.log.warn({ err }, 'idempotency release failed');
     }
   }
 

@@ -1,6 +1,6 @@
 import type { IdempotencyStore } from '../domain/limits/ports.js';
 import type { RecordQueue } from '../domain/records/ports.js';
-import { componentLogger } from '../util/logger.js';
+import { componentLogger, type Logger } from '../util/logger.js';
 import { answerOf, parseNote, recordFingerprint } from './ingest-messages.js';
 
 /**
@@ -11,9 +11,14 @@ import { answerOf, parseNote, recordFingerprint } from './ingest-messages.js';
  * leaves the log, only the stored answer stops a late retry from storing the record again.
  * Bulk parts are left to the queue's window: their answer spans several messages.
  */
-export async function recoverIdempotencyAnswers(queue: RecordQueue, store: IdempotencyStore, ttlMs: number, now: () => number = Date.now): Promise<number> {
+export async function recoverIdempotencyAnswers(
+  queue: RecordQueue,
+  store: IdempotencyStore,
+  ttlMs: number,
+  now: () => number = Date.now,
+  log: Logger = componentLogger('idempotency'),
+): Promise<number> {
   if (queue.notedMessages === undefined) return 0;
-  const log = componentLogger('idempotency');
   let completed = 0;
   try {
     for await (const m of queue.notedMessages()) {

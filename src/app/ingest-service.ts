@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { randomHex } from '../util/random.js';
+import type { Logger } from '../util/logger.js';
 import { DrisError, type FieldError } from '../errors/dris-error.js';
 import type { BodyShape, PreparedBody, PreparedPayload } from '../domain/hashing/port.js';
 import type { IdempotencyStore } from '../domain/limits/ports.js';
@@ -33,6 +34,8 @@ export interface IngestDeps {
   readonly now?: () => number;
   /** How long a request waits for a concurrent request holding the same idempotency key; default lease + 1 s. */
   readonly idempotencyWaitMs?: number;
+  /** Default: a child of the default root (library use). */
+  readonly logger?: Logger;
 }
 
 export { MAX_BULK_ITEMS };
@@ -129,7 +132,7 @@ export class IngestService {
   }
 
   private claims(): RequestClaims {
-    return new RequestClaims(this.deps.idempotency, { leaseMs: this.leaseMs, waitMs: this.waitMs, ttlMs: this.deps.idempotencyTtlMs });
+    return new RequestClaims(this.deps.idempotency, { leaseMs: this.leaseMs, waitMs: this.waitMs, ttlMs: this.deps.idempotencyTtlMs, ...(this.deps.logger === undefined ? {} : { logger: this.deps.logger }) });
   }
 
   /** The records of these candidates, hashed, with their salts, ids and acceptance time. */

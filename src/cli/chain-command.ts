@@ -1,6 +1,5 @@
 import { parseArgs } from 'node:util';
-import { anchorerKeySource, loadConfig } from '../config/config.js';
-import { DrisError } from '../errors/dris-error.js';
+import { loadConfig } from '../config/config.js';
 import { parseArgsRefusal } from './arg-errors.js';
 
 export const CHAIN_USAGE = `usage:
@@ -36,25 +35,8 @@ export async function chainCommand(args: readonly string[], out: (text: string) 
     process.stderr.write(`${CHAIN_USAGE}\n`);
     return 2;
   }
-  const cfg = loadConfig();
-  const c = cfg.chain;
-  if (c.rpcUrl === undefined) {
-    throw new DrisError('config_invalid', 'dris chain deploy needs EVM_RPC_URL (the embedded chain deploys its contract on first start)');
-  }
-  const { deployAnchorContract } = await import('../adapters/chain/ethers-chain.js');
-  const d = await deployAnchorContract({
-    rpcUrl: c.rpcUrl,
-    chainId: c.chainId ?? 31337,
-    signer: anchorerKeySource(c),
-    confirmations: c.confirmations,
-    ...(values.anchorer === undefined ? {} : { anchorerAddress: values.anchorer }),
-  });
-  out(
-    `${JSON.stringify(
-      { contractAddress: d.address, chainId: d.chainId, txHash: d.txHash, blockNumber: d.blockNumber, owner: d.deployer, anchorer: d.anchorer },
-      null,
-      2,
-    )}\n`,
-  );
+  const { deployContract } = await import('../composition/tools.js');
+  const d = await deployContract(loadConfig(), values.anchorer);
+  out(`${JSON.stringify(d, null, 2)}\n`);
   return 0;
 }

@@ -1,14 +1,13 @@
 #!/usr/bin/env node
 import '../config/threadpool.js';
 import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { DEFAULT_ADMIN_PORT, loadConfig } from '../config/config.js';
+import { loadConfig } from '../config/config.js';
+import { loadAdminClientConfig } from '../config/cli-config.js';
 import { sanitizeText, sanitizeUrl } from '../util/redact.js';
 import { parseArgsRefusal } from './arg-errors.js';
 import type { DrisError } from '../errors/dris-error.js';
 import { isDrisError } from '../errors/dris-error.js';
-import { setLogLevel } from '../util/logger.js';
 
 /**
  * `dris serve` runs the service; `dris keys ...` provisions API keys against a running service
@@ -49,7 +48,6 @@ const FATAL_EXIT_MS = 10_000;
 
 async function serve(): Promise<void> {
   const cfg = loadConfig();
-  setLogLevel(cfg.logLevel as Parameters<typeof setLogLevel>[0]);
   // Every file dris creates under the data directory (queue segments hold full payloads) is the
   // service user's alone: 0600 files, 0700 directories, also for the engines it embeds.
   process.umask(0o077);
@@ -84,14 +82,9 @@ async function serve(): Promise<void> {
 
 async function migrate(): Promise<void> {
   const cfg = loadConfig();
-  setLogLevel(cfg.logLevel as Parameters<typeof setLogLevel>[0]);
-  const { openIndex } = await import('../main.js');
-  const { index } = await openIndex(cfg);
-  try {
-    await index.migrate();
-  } finally {
-    await index.close();
-  }
+  const { migrateIndex, rootLoggerOf } = await import('../main.js');
+  rootLoggerOf(cfg);
+  await migrateIndex(cfg);
 }
 
 interface KeyOptions {
@@ -105,31 +98,22 @@ interface KeyOptions {
   'grace-seconds'?: string;
 }
 
-/** Where the administration listener is: --url, DRIS_ADMIN_URL, else derived as the service binds it. */
-function adminUrlOf(url: string | undefined, env: NodeJS.ProcessEnv): string {
-  const configuredHost = env['DRIS_ADMIN_HOST'];
-  // A wildcard bind is reached on loopback.
-  const host = configuredHost === undefined || configuredHost === '' || configuredHost === '0.0.0.0' || configuredHost === '::' ? '127.0.0.1' : configuredHost;
-  const port = env['DRIS_ADMIN_PORT'] === undefined || env['DRIS_ADMIN_PORT'] === '' ? String(DEFAULT_ADMIN_PORT) : env['DRIS_ADMIN_PORT'];
-  if (url === undefined && (env['DRIS_ADMIN_URL'] ?? '') === '' && port === '0') {
+/** Where the administration listener is (--url, else configuration) and its token (--admin-token, else configuration, else its file). */
+function adminTarget(opts: KeyOptions): { url: string; token: string } {
+  const admin = loadAdminClientConfig();
+  const url = opts.url ?? admin.url;
+  if (url === undefined) {
     fail('DRIS_ADMIN_PORT is 0 (a free port chosen at start): pass --url or DRIS_ADMIN_URL with the port of the `admin listening` log line');
   }
-  return (url ?? (env['DRIS_ADMIN_URL'] || undefined) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
-}
-
-function adminTarget(opts: KeyOptions): { url: string; token: string } {
-  const env = process.env;
-  const url = adminUrlOf(opts.url, env);
-  let token = opts['admin-token'] ?? env['DRIS_ADMIN_TOKEN'];
+  let token = opts['admin-token'] ?? admin.token;
   if (token === undefined || token === '') {
-    const file = path.resolve(env['DRIS_DATA_DIR'] ?? './data', 'admin-token');
     try {
-      token = readFileSync(file, 'utf8').trim();
+      token = readFileSync(admin.tokenFile, 'utf8').trim();
     } catch {
-      fail(`no admin token: pass --admin-token, set DRIS_ADMIN_TOKEN, or run where ${file} is readable`);
+      fail(`no admin token: pass --admin-token, set DRIS_ADMIN_TOKEN, or run where ${admin.tokenFile} is readable`);
     }
   }
-  return { url, token };
+  return { url: url.replace(/\/+$/, ''), token };
 }
 
 async function call(target: { url: string; token: string }, method: string, route: string, body?: unknown): Promise<unknown> {

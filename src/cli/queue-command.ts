@@ -1,7 +1,8 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { ProcessLock } from '../adapters/process-lock.js';
-import { checkLog, findLogs, repairLog, type LogReport, type RepairOutcome } from '../adapters/queue/segment-repair.js';
+import { loadDataDir } from '../config/cli-config.js';
+import type { Env } from '../config/config.js';
+import type { LogReport, RepairOutcome } from '../composition/tools.js';
 import { parseArgsRefusal } from './arg-errors.js';
 
 export const QUEUE_USAGE = `usage:
@@ -24,7 +25,7 @@ interface Io {
 const stdio: Io = { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t) };
 
 /** `dris queue check|repair`; returns the exit code. */
-export async function queueCommand(args: readonly string[], io: Io = stdio, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function queueCommand(args: readonly string[], io: Io = stdio, env: Env = process.env): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({ args: [...args], allowPositionals: true, options: { 'data-dir': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
@@ -44,7 +45,8 @@ export async function queueCommand(args: readonly string[], io: Io = stdio, env:
     io.err(`${QUEUE_USAGE}\n`);
     return 2;
   }
-  const dataDir = path.resolve(values['data-dir'] ?? (env['DRIS_DATA_DIR'] || './data'));
+  const dataDir = values['data-dir'] === undefined ? loadDataDir(env) : path.resolve(values['data-dir']);
+  const { checkLog, findLogs, lockDataDir, repairLog } = await (await import('../composition/tools.js')).queueMaintenance();
   const json = values.json === true;
   if (sub === 'check') {
     const reports = findLogs(dataDir).map((dir) => checkLog(dir));
@@ -55,7 +57,7 @@ export async function queueCommand(args: readonly string[], io: Io = stdio, env:
   // Quarantined bytes are payloads: the service user's alone, as everything in the data directory.
   process.umask(0o077);
   // The service must not write while its files are cut.
-  const lock = ProcessLock.acquire(path.join(dataDir, 'dris.lock'));
+  const release = lockDataDir(dataDir);
   try {
     const outcomes: RepairOutcome[] = [];
     for (const dir of findLogs(dataDir)) outcomes.push(await repairLog(dir));
@@ -67,7 +69,7 @@ export async function queueCommand(args: readonly string[], io: Io = stdio, env:
     else io.out(describeRepairs(outcomes) + describeReports(dataDir, after));
     return after.some((r) => r.problems.length > 0) ? 1 : 0;
   } finally {
-    lock.release();
+    release();
   }
 }
 

@@ -1,7 +1,9 @@
 import t from 'tap';
 
-// Must run before anything loads the addon: this process never finds it.
-process.env['DRIS_NATIVE_ADDON'] = '/nonexistent/dris-native.node';
+// Must run before anything loads the addon: this process never finds it (configuration's
+// DRIS_NATIVE_ADDON, as the composition root passes it down).
+const { useNativeAddon } = await import('../../src/adapters/hashing/native-backend.js');
+useNativeAddon('/nonexistent/dris-native.node');
 
 const { loadHashingBackend } = await import('../../src/adapters/hashing/select-backend.js');
 const { isDrisError } = await import('../../src/errors/dris-error.js');

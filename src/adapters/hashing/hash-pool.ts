@@ -7,7 +7,7 @@ import type { RecordEnvelope } from '../../domain/records/types.js';
 import type { AllProofsMessage, HashTask, PreparedMessage } from './hash-worker.js';
 import { owning } from './transfer.js';
 import { LazyPreparedBody } from './lazy-prepared-body.js';
-import { packedEnvelopeText, packedPayloads } from './native-backend.js';
+import { configuredNativeAddon, packedEnvelopeText, packedPayloads } from './native-backend.js';
 import type { HashBackendChoice } from './select-backend.js';
 
 export interface HashPoolOptions {
@@ -19,6 +19,8 @@ export interface HashPoolOptions {
   readonly maxQueue?: number;
   /** Milliseconds an idle worker above the minimum is kept. Default 30 000. */
   readonly idleTimeoutMs?: number;
+  /** The native addon file the workers load; default: the one this thread was told (useNativeAddon). */
+  readonly nativeAddon?: string;
 }
 
 /**
@@ -41,7 +43,8 @@ export class HashPool {
       maxThreads: this.threads,
       maxQueue: this.maxQueue,
       idleTimeout: options.idleTimeoutMs ?? 30_000,
-      workerData: { backend: options.backend ?? 'auto' },
+      // The worker threads load the same addon file as this one.
+      workerData: { backend: options.backend ?? 'auto', nativeAddon: options.nativeAddon ?? configuredNativeAddon() },
     });
   }
 

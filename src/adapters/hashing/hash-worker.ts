@@ -3,7 +3,7 @@ import type { FieldError } from '../../errors/dris-error.js';
 import { HASH_LEN } from '../../domain/hashing/merkle.js';
 import type { BodyShape, HashingBackend, PreparedPayload } from '../../domain/hashing/port.js';
 import type { RecordEnvelope } from '../../domain/records/types.js';
-import { NativeHashingBackend, type PackedPrepared } from './native-backend.js';
+import { NativeHashingBackend, useNativeAddon, type PackedPrepared } from './native-backend.js';
 import { loadHashingBackend, type HashBackendChoice } from './select-backend.js';
 import { owning } from './transfer.js';
 
@@ -31,7 +31,8 @@ export interface AllProofsMessage {
   readonly offsets: Uint32Array;
 }
 
-const data = (workerData ?? {}) as { backend?: HashBackendChoice };
+const data = (workerData ?? {}) as { backend?: HashBackendChoice; nativeAddon?: string };
+useNativeAddon(data.nativeAddon);
 const backendReady: Promise<HashingBackend> = loadHashingBackend(data.backend ?? 'auto').then((l) => l.backend);
 
 function split32(packed: Uint8Array): Uint8Array[] {

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DrisError, type FieldError } from '../../errors/dris-error.js';
 import type { RecordEnvelope } from '../../domain/records/types.js';
@@ -79,10 +79,28 @@ function nativeDir(): string | undefined {
   }
 }
 
-/** The addon file: DRIS_NATIVE_ADDON, else native/dris-native.<platform>.node, else any dris-native*.node. */
+/** The addon file configuration names (DRIS_NATIVE_ADDON), for this thread; see useNativeAddon. */
+let configured: string | undefined;
+
+/**
+ * Names the addon file to load instead of the one built under native/ (configuration's
+ * DRIS_NATIVE_ADDON, passed down by the composition root, and by the hashing pool to its workers).
+ * Process-wide on purpose: the addon is a shared library, loaded once per thread, and the HTTP
+ * guard loads the same file. Undefined goes back to the search under native/.
+ */
+export function useNativeAddon(file: string | undefined): void {
+  if (file !== configured) cached = undefined;
+  configured = file;
+}
+
+/** The file useNativeAddon named, if any. */
+export function configuredNativeAddon(): string | undefined {
+  return configured;
+}
+
+/** The addon file: the configured one, else native/dris-native.<platform>.node, else any dris-native*.node. */
 export function findNativeAddon(): string | undefined {
-  const explicit = process.env['DRIS_NATIVE_ADDON'];
-  if (explicit !== undefined && explicit !== '') return resolve(explicit);
+  if (configured !== undefined) return configured;
   const dir = nativeDir();
   if (dir === undefined) return undefined;
   const exact = join(dir, `dris-native.${platformTag()}.node`);

@@ -4,7 +4,7 @@ import { exporter, type ReadableStorage } from 'ipfs-unixfs-exporter';
 import { importBytes, type ImporterOptions, type WritableStorage } from 'ipfs-unixfs-importer';
 import { fixedSize } from 'ipfs-unixfs-importer/chunker';
 import { balanced } from 'ipfs-unixfs-importer/layout';
-import { CID } from 'multiformats/cid';
+import type { CID } from 'multiformats/cid';
 import * as raw from 'multiformats/codecs/raw';
 import { identity } from 'multiformats/hashes/identity';
 import { sha256 } from 'multiformats/hashes/sha2';
@@ -41,17 +41,7 @@ export async function manifestCid(bytes: Uint8Array): Promise<string> {
   return (await importManifestBytes(bytes, { put: (key) => Promise.resolve(key) })).toString();
 }
 
-/** A CID from its text form; DrisError('validation_failed') when it is not one. */
-export function parseCid(text: string): CID {
-  try {
-    return CID.parse(text);
-  } catch (err) {
-    throw new DrisError('validation_failed', 'not a valid CID', {
-      cause: err,
-      fields: [{ path: 'cid', code: 'invalid_format', message: 'must be a CID (CIDv1 base32 such as bafy…/bafk…, or CIDv0 Qm…)' }],
-    });
-  }
-}
+export { parseCid } from '../../util/cid.js';
 
 /** Only hashes this service can recompute can be served or read as verified. */
 export function isVerifiableHash(cid: CID): boolean {

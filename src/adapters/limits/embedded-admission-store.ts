@@ -3,7 +3,7 @@ import path from 'node:path';
 import { DrisError } from '../../errors/dris-error.js';
 import type { AdmissionStore, DoneEntry, IdempotencyClaim, IdempotencyEntry, RateDecision, ReserveOutcome } from '../../domain/limits/ports.js';
 import { SegmentLog } from '../queue/segment-log.js';
-import { componentLogger } from '../../util/logger.js';
+import { componentLogger, type Logger } from '../../util/logger.js';
 
 /**
  * Rate limits and idempotency keys for the one-process embedded default. Counters live in memory
@@ -22,6 +22,8 @@ export interface EmbeddedAdmissionOptions {
   readonly dir: string;
   /** How often expired entries are dropped from memory and disk, milliseconds. */
   readonly compactEveryMs?: number;
+  /** Default: a child of the default root (library use). */
+  readonly logger?: Logger;
 }
 
 interface Stored {
@@ -63,9 +65,10 @@ export class EmbeddedAdmissionStore implements AdmissionStore {
   private meanwhile: Buffer[] | null = null;
   /** Set while the compaction switches generations; appends wait for it. */
   private switching: Promise<void> | null = null;
-  private readonly logger = componentLogger('embedded-admission');
+  private readonly logger: Logger;
 
   private constructor(private readonly options: EmbeddedAdmissionOptions) {
+    this.logger = options.logger ?? componentLogger('embedded-admission');
     mkdirSync(options.dir, { recursive: true });
     const names = readdirSync(options.dir);
     // A generation still under its temporary name was never switched to: the one before it holds everything.

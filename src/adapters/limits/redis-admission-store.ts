@@ -1,10 +1,9 @@
 import { Redis, type Result } from 'ioredis';
 import { DrisError } from '../../errors/dris-error.js';
-import { componentLogger } from '../../util/logger.js';
+import { componentLogger, type Logger } from '../../util/logger.js';
 import type { AdmissionStore, DoneEntry, IdempotencyClaim, IdempotencyEntry, RateDecision, ReserveOutcome } from '../../domain/limits/ports.js';
 import { connectScripted } from '../redis/scripted-redis.js';
 
-const log = componentLogger('redis-admission-store');
 
 // One atomic decision per request: read, compare and count in one script, so concurrent requests
 // of one bucket can never overshoot the limit, and a denied request is not counted.
@@ -105,6 +104,8 @@ export interface RedisAdmissionStoreOptions {
   readonly connectTimeoutMs?: number;
   /** Longest wait for one command, milliseconds; default 2000. */
   readonly commandTimeoutMs?: number;
+  /** Default: a child of the default root (library use). */
+  readonly logger?: Logger;
 }
 
 export const REDIS_ADMISSION_DEFAULTS = {
@@ -186,7 +187,7 @@ export class RedisAdmissionStore implements AdmissionStore {
       { name: 'drisIdemComplete', numberOfKeys: 1, lua: IDEM_COMPLETE_LUA },
       { name: 'drisIdemRelease', lua: IDEM_RELEASE_LUA },
     ];
-    await connectScripted(redis, scripts, log, (err) => translate(err, 'connect'));
+    await connectScripted(redis, scripts, options.logger ?? componentLogger('redis-admission-store'), (err) => translate(err, 'connect'));
     connected = true;
     return new RedisAdmissionStore(redis, options.keyPrefix ?? REDIS_ADMISSION_DEFAULTS.keyPrefix);
   }

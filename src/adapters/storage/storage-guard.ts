@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import type { DrisError } from '../../errors/dris-error.js';
-import { componentLogger } from '../../util/logger.js';
+import { componentLogger, type Logger } from '../../util/logger.js';
 import { RETRY_AFTER_FULL_S, storageError } from './storage-faults.js';
 
 /**
@@ -23,6 +23,8 @@ export interface StorageGuardOptions {
   /** After an ENOSPC with no room coming back, how long until writes are tried again, milliseconds. */
   readonly retryFullAfterMs?: number;
   readonly now?: () => number;
+  /** Default: a child of the default root (library use). */
+  readonly logger?: Logger;
   readonly statfs?: (dir: string) => Promise<number>;
 }
 
@@ -40,7 +42,7 @@ async function freeBytesOf(dir: string): Promise<number> {
 }
 
 export class StorageGuard {
-  private readonly logger = componentLogger('storage');
+  private readonly logger: Logger;
   private readonly statfs: (dir: string) => Promise<number>;
   private free: number | null = null;
   /** An ENOSPC was met and the free space has not been read since. */
@@ -55,6 +57,7 @@ export class StorageGuard {
   private refused = false;
 
   private constructor(private readonly options: StorageGuardOptions) {
+    this.logger = options.logger ?? componentLogger('storage');
     this.statfs = options.statfs ?? freeBytesOf;
     this.now = options.now ?? Date.now;
   }

@@ -1,0 +1,36 @@
+import type { Config } from '../config/config.js';
+import type { HashingBackend } from '../domain/hashing/port.js';
+import { InlineHasher } from '../app/inline-hasher.js';
+import type { RecordHasher } from '../app/ingest-service.js';
+import { HashingService } from '../adapters/hashing/hashing-service.js';
+import { HashPool } from '../adapters/hashing/hash-pool.js';
+import { useNativeAddon } from '../adapters/hashing/native-backend.js';
+import { loadHashingBackend, type BackendAttempt } from '../adapters/hashing/select-backend.js';
+import type { Logger } from '../util/logger.js';
+import type { Closers } from './closers.js';
+
+export interface Hashing {
+  readonly backend: HashingBackend;
+  /** Backends tried before the chosen one, with why each failed (health and the start-up log). */
+  readonly tried: readonly BackendAttempt[];
+  /** What ingestion hashes with: inline, or through the worker pool. */
+  readonly hasher: RecordHasher;
+}
+
+/** The chosen backend, with the configured native addon file (DRIS_NATIVE_ADDON) named first. */
+export async function loadBackend(choice: Config['hashBackend'], nativeAddon: string | undefined): Promise<{ backend: HashingBackend; tried: readonly BackendAttempt[] }> {
+  useNativeAddon(nativeAddon);
+  return loadHashingBackend(choice);
+}
+
+export async function openHashing(cfg: Config, closers: Closers, log: Logger): Promise<Hashing> {
+  const { backend, tried } = await loadBackend(cfg.hashBackend, cfg.nativeAddon);
+  for (const t of tried) log.info({ backend: t.name, err: t.error }, 'hash backend unavailable');
+  log.info({ backend: backend.name, requested: cfg.hashBackend }, 'hash backend selected');
+  // Small bodies hash inline (a pool round trip costs more); large ones in worker threads, so a
+  // 16 MiB bulk request never stalls the event loop. DRIS_HASH_THREADS=0 hashes inline only.
+  if (cfg.hashThreads === 0 || !cfg.roles.includes('api')) return { backend, tried, hasher: new InlineHasher(backend) };
+  const pool = new HashPool({ backend: backend.name, threads: cfg.hashThreads, maxQueue: cfg.hashMaxQueue, ...(cfg.nativeAddon === undefined ? {} : { nativeAddon: cfg.nativeAddon }) });
+  closers.add(() => pool.close());
+  return { backend, tried, hasher: new HashingService({ backend, pool }) };
+}

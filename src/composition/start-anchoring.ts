@@ -1,0 +1,78 @@
+import type { Config } from '../config/config.js';
+import type { HashingBackend } from '../domain/hashing/port.js';
+import type { LeaderElector } from '../domain/pipeline/ports.js';
+import type { RecordQueue } from '../domain/records/ports.js';
+import { Accumulator } from '../app/accumulator.js';
+import { Anchorer } from '../app/anchorer.js';
+import type { Probe } from '../app/health.js';
+import { fenceTerm, LeaderLoop } from '../app/leader-loop.js';
+import type { ClickHousePipelineStore } from '../adapters/index/clickhouse-pipeline-store.js';
+import type { Logger } from '../util/logger.js';
+import type { Closers } from './closers.js';
+import { openPipeline, type Pipeline } from './open-pipeline.js';
+import { ACCUMULATOR_CONSUMER } from './open-queue.js';
+
+export interface AnchoringInputs {
+  readonly cfg: Config;
+  readonly root: Logger;
+  readonly closers: Closers;
+  readonly probes: Probe[];
+  readonly queue: RecordQueue;
+  readonly store: ClickHousePipelineStore;
+  readonly hashing: HashingBackend;
+}
+
+/** Only the elected leader accumulates and anchors: with Redis, one of the anchorer processes; embedded, always this one. */
+async function openElector(cfg: Config, root: Logger): Promise<LeaderElector> {
+  if (cfg.redis === undefined) return new (await import('../adapters/election/embedded-elector.js')).EmbeddedElector();
+  const { RedisElector } = await import('../adapters/election/redis-elector.js');
+  return RedisElector.connect({
+    url: cfg.redis.url,
+    keyPrefix: cfg.redis.keyPrefix,
+    leaseMs: cfg.leaderLeaseMs,
+    logger: root.child({ component: 'leader-election' }),
+    ...(cfg.redis.password !== undefined ? { password: cfg.redis.password } : {}),
+  });
+}
+
+/** The anchorer role: IPFS and the chain, the anchorer, and the leader loop that runs the accumulator. */
+export async function startAnchoring(w: AnchoringInputs): Promise<{ anchorer: Anchorer; pipeline: Pipeline }> {
+  const { cfg, queue, store, hashing } = w;
+  const pipeline = await openPipeline(cfg, w.root);
+  w.closers.add(() => pipeline.close());
+  w.probes.push({ name: 'ipfs', adapter: pipeline.adapters.ipfs, check: () => pipeline.pinner.check() });
+  w.probes.push({ name: 'chain', adapter: pipeline.adapters.chain, check: () => pipeline.chain.check() });
+  const anchorer = new Anchorer(store, pipeline.pinner, pipeline.chain, hashing, {
+    maxAttempts: cfg.anchorRetry.maxAttempts,
+    baseDelayMs: cfg.anchorRetry.baseDelayMs,
+    maxDelayMs: cfg.anchorRetry.maxDelayMs,
+    idleMs: 1000,
+    reconcileIntervalMs: cfg.anchorReconcileIntervalMs,
+  });
+  // One per term: its writes go through the term's fenced store.
+  let accumulator: Accumulator | null = null;
+  const elector = await openElector(cfg, w.root);
+  w.closers.add(() => elector.close());
+  const leader = new LeaderLoop(
+    elector,
+    {
+      start: async (term) => {
+        // Embedded, the data directory's lock rules out another leader: nothing to wait out.
+        const fenced = await fenceTerm(store, term, cfg.redis === undefined ? 0 : cfg.leaderLeaseMs);
+        await anchorer.start(fenced.epoch, fenced.store);
+        const formed = new Accumulator(queue, fenced.store, hashing, { consumer: ACCUMULATOR_CONSUMER, maxRecords: cfg.batchMaxRecords, maxWaitMs: cfg.batchMaxWaitMs, retryMs: 1000 }, (f) => anchorer.enqueue(f));
+        accumulator = formed;
+        formed.start();
+      },
+      stop: async () => {
+        await accumulator?.stop();
+        accumulator = null;
+        await anchorer.stop();
+      },
+    },
+    { retryMs: Math.max(100, Math.floor(cfg.leaderLeaseMs / 5)) },
+  );
+  await leader.start();
+  w.closers.add(() => leader.stop());
+  return { anchorer, pipeline };
+}
