@@ -6,7 +6,8 @@ import { DrisError } from './errors/dris-error.js';
 import type { Probe } from './app/health.js';
 import { Indexer, DEFAULT_INDEXER_OPTIONS } from './app/indexer.js';
 import { ClickHousePipelineStore } from './adapters/index/clickhouse-pipeline-store.js';
-import { createLogger, replaceRootLogger, type Logger } from './util/logger.js';
+import type { Logger } from './util/logger.js';
+import { rootLoggerOf } from './composition/root-logger.js';
 import { Closers } from './composition/closers.js';
 import { guardDataDir } from './composition/guard-data-dir.js';
 import { openHashing } from './composition/open-hashing.js';
@@ -22,6 +23,7 @@ import { startApi } from './composition/start-api.js';
  */
 
 export { openIndex } from './composition/open-index.js';
+export { rootLoggerOf } from './composition/root-logger.js';
 export * from './composition/tools.js';
 
 export interface RunningService {
@@ -47,16 +49,6 @@ export function packageVersion(): string {
     }
   }
   return '0.0.0';
-}
-
-/**
- * The root logger, made from configuration (level; redaction as logger.ts defines it). It is also
- * installed as the default root, so a component built without an injected logger logs the same way.
- */
-export function rootLoggerOf(cfg: Pick<Config, 'logLevel'>): Logger {
-  const root = createLogger(cfg.logLevel);
-  replaceRootLogger(root);
-  return root;
 }
 
 /** Wires the roles of `cfg.roles` in order: storage, hashing, index, queue, indexer, anchoring, api. */

@@ -3,7 +3,7 @@ import '../config/threadpool.js';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/config.js';
-import { loadAdminClientConfig } from '../config/cli-config.js';
+import { loadAdminClientConfig, loadToolConfig } from '../config/cli-config.js';
 import { sanitizeText, sanitizeUrl } from '../util/redact.js';
 import { parseArgsRefusal } from './arg-errors.js';
 import type { DrisError } from '../errors/dris-error.js';
@@ -203,6 +203,12 @@ async function keys(args: string[]): Promise<void> {
   }
 }
 
+/** The process's root logger for a tool command, at DRIS_LOG_LEVEL (the service's own configuration is not required). */
+async function toolLogger(): Promise<void> {
+  const { rootLoggerOf } = await import('../composition/root-logger.js');
+  rootLoggerOf(loadToolConfig());
+}
+
 async function mainCli(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   switch (command ?? 'serve') {
@@ -213,16 +219,19 @@ async function mainCli(argv: string[]): Promise<void> {
     case 'migrate':
       return migrate();
     case 'chain': {
+      await toolLogger();
       const { chainCommand } = await import('./chain-command.js');
       process.exitCode = await chainCommand(rest);
       return;
     }
     case 'queue': {
+      await toolLogger();
       const { queueCommand } = await import('./queue-command.js');
       process.exitCode = await queueCommand(rest);
       return;
     }
     case 'verify': {
+      await toolLogger();
       const { verifyCommand } = await import('./verify-command.js');
       process.exitCode = await verifyCommand(rest);
       return;

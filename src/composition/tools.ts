@@ -11,7 +11,8 @@ import { openIndex } from './open-index.js';
 /**
  * The CLI's other commands get their dependencies here, from the same composition root as
  * `dris serve` (src/main.ts re-exports this module): the CLI itself imports no adapter. Adapters
- * are loaded on first use, so a command loads only what it runs.
+ * are loaded on first use, so a command loads only what it runs. The CLI makes the root logger
+ * from configuration before it runs one (rootLoggerOf).
  */
 
 export type { LogReport, RepairOutcome };
