@@ -1,9 +1,10 @@
-import { Contract, getAddress, Interface, isAddress, isError, zeroPadValue, toBeHex, type EventFragment, type JsonRpcProvider, type Log, type LogDescription } from 'ethers';
+import { Contract, getAddress, Interface, isAddress, isError, zeroPadValue, toBeHex, type EventFragment, type JsonRpcProvider, type Log } from 'ethers';
 import { DrisError } from '../../errors/dris-error.js';
 import type { AnchorEventView, ChainReader } from '../../domain/verification/ports.js';
 import { BlockRangePager, DEFAULT_LOG_BLOCK_RANGE, type LogPageVisit } from './block-range-pager.js';
 import { translateChainError } from './chain-errors.js';
-import { makeProvider } from './ethers-chain.js';
+import { assertRoot, parseAnchoredLog, readAnchorOf } from './contract-reads.js';
+import { makeProvider } from './chain-runtime.js';
 
 /**
  * The ChainReader port on a JSON-RPC node with ethers v6 and no signer: what verification reads
@@ -44,12 +45,7 @@ export const ANCHOR_READER_ABI = [
   'event Anchored(uint64 indexed batchSeq, bytes32 indexed merkleRoot, string batchId, string manifestCid, uint32 recordCount, uint64 timestamp)',
 ] as const;
 
-const ROOT_RE = /^[0-9a-f]{64}$/;
 const DEFAULT_FINALITY = 64;
-
-function assertRoot(merkleRoot: string): void {
-  if (!ROOT_RE.test(merkleRoot)) throw new DrisError('validation_failed', 'a Merkle root is 64 lowercase hex digits without 0x');
-}
 
 function nonNegativeInt(value: number, name: string): number {
   if (!Number.isSafeInteger(value) || value < 0) throw new DrisError('config_invalid', `${name} must be a non-negative integer`);
@@ -167,17 +163,8 @@ export class AnchorReader implements ChainReader {
 
   async anchorOf(merkleRoot: string): Promise<{ readonly batchSeq: number; readonly anchoredAtSec: number } | null> {
     this.assertOpen();
-    assertRoot(merkleRoot);
-    let result: [bigint, bigint];
-    try {
-      result = (await this.contract.getFunction('anchorOf').staticCall(`0x${merkleRoot}`)) as [bigint, bigint];
-    } catch (err) {
-      throw translateChainError(err, 'reading an anchor', this.iface);
-    }
-    const [batchSeq, timestamp] = result;
-    // The contract numbers batches from 1, so 0 is its "never anchored".
-    if (batchSeq === 0n) return null;
-    return { batchSeq: Number(batchSeq), anchoredAtSec: Number(timestamp) };
+    const anchor = await readAnchorOf(this.contract, this.iface, merkleRoot);
+    return anchor === null ? null : { batchSeq: anchor.batchSeq, anchoredAtSec: anchor.timestampSec };
   }
 
   async eventBySeq(batchSeq: number): Promise<AnchorEventView | null> {
@@ -281,27 +268,9 @@ export class AnchorReader implements ChainReader {
   }
 
   private parse(log: Log): AnchorEventView | null {
-    // Removed logs come from a reorg notification; they are not on the canonical chain.
-    if (log.removed) return null;
-    let parsed: LogDescription | null;
-    try {
-      parsed = this.iface.parseLog({ topics: [...log.topics], data: log.data });
-    } catch {
-      return null;
-    }
-    if (parsed === null || parsed.name !== 'Anchored') return null;
-    const root = parsed.args.getValue('merkleRoot') as string;
-    return {
-      batchSeq: Number(parsed.args.getValue('batchSeq') as bigint),
-      merkleRoot: root.toLowerCase().replace(/^0x/, ''),
-      batchId: parsed.args.getValue('batchId') as string,
-      manifestCid: parsed.args.getValue('manifestCid') as string,
-      recordCount: Number(parsed.args.getValue('recordCount') as bigint),
-      timestampSec: Number(parsed.args.getValue('timestamp') as bigint),
-      txHash: log.transactionHash.toLowerCase(),
-      blockNumber: log.blockNumber,
-    };
+    return parseAnchoredLog(this.iface, log);
   }
+
 
   private remember(view: AnchorEventView, head: number): void {
     if (view.blockNumber > head - this.finality) return;

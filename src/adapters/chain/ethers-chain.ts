@@ -1,12 +1,13 @@
-import { readFile } from 'node:fs/promises';
-import { Contract, ContractFactory, FetchRequest, getAddress, Interface, isAddress, isError, JsonRpcProvider, Network, Wallet, type Log, type TransactionReceipt } from 'ethers';
+import { Contract, getAddress, isAddress, isError, type Log, type TransactionReceipt } from 'ethers';
 import { DrisError } from '../../errors/dris-error.js';
 import type { AnchorReceipt, AnchorRequest, Chain, ChainInfo, OnChainAnchor } from '../../domain/pipeline/ports.js';
-import { componentLogger, type Logger } from '../../util/logger.js';
 import { BlockRangePager, DEFAULT_LOG_BLOCK_RANGE } from './block-range-pager.js';
 import { translateChainError } from './chain-errors.js';
-import { loadAnchorArtifact, type AnchorArtifact } from './contract-artifact.js';
-import { NonceConflict, TxSender, type Fees, type SentTransaction, type TxSubmission } from './tx-sender.js';
+import { NonceConflict, type SentTransaction, type TxSubmission } from './tx-sender.js';
+import { defaultPublicRpcUrl, gasWithMargin, openRuntime, type ChainConnectionOptions, type Runtime } from './chain-runtime.js';
+import { deployWith, type Deployment } from './deploy-contract.js';
+import { SerialQueue, withTimeout } from './serial-queue.js';
+import { assertRoot, parseAnchoredLog, readAnchorOf } from './contract-reads.js';
 
 /**
  * The Chain port on an EVM JSON-RPC node with ethers v6: the DrisAnchor contract (contracts/)
@@ -17,40 +18,8 @@ import { NonceConflict, TxSender, type Fees, type SentTransaction, type TxSubmis
  */
 
 export type { TxSubmission } from './tx-sender.js';
-
-/** Where the anchorer's key comes from; its text is never logged nor put in an error. */
-export type AnchorerKeySource =
-  | { readonly privateKey: string }
-  | { readonly keystorePath: string; readonly keystorePassword: string }
-  | { readonly keystoreJson: string; readonly keystorePassword: string };
-
-export interface ChainConnectionOptions {
-  readonly rpcUrl: string;
-  /** The chain the node must be on; checked with eth_chainId before anything else. */
-  readonly chainId: number;
-  readonly signer: AnchorerKeySource | Wallet;
-  /** Per JSON-RPC request. Default 10 s. */
-  readonly rpcTimeoutMs?: number;
-  /** Blocks on top of (and including) the one holding a transaction before it counts. Default 1. */
-  readonly confirmations?: number;
-  /** A transaction not mined after this long is replaced with higher fees. Default 30 s. */
-  readonly replaceAfterMs?: number;
-  /** Default 5. */
-  readonly maxReplacements?: number;
-  /** Percent added to both fee caps per replacement; at least 12.5 (the default). */
-  readonly feeBumpPercent?: number;
-  /** Floor of maxPriorityFeePerGas, wei. Default 1 000 000 (0.001 gwei). */
-  readonly minPriorityFeeWei?: bigint;
-  /** From first broadcast to confirmations. Default 10 min. */
-  readonly txTimeoutMs?: number;
-  /** How long the node may stay unreachable while a transaction is awaited. Default 30 s. */
-  readonly unreachableAfterMs?: number;
-  /** Longest pause between receipt polls. Default 1 s. */
-  readonly pollIntervalMs?: number;
-  /** contracts/artifacts/DrisAnchor.json when unset. */
-  readonly artifactPath?: string;
-  readonly logger?: Logger;
-}
+export { loadAnchorerWallet, makeProvider, type AnchorerKeySource, type ChainConnectionOptions } from './chain-runtime.js';
+export { deployAnchorContract, type Deployment, type DeployOptions } from './deploy-contract.js';
 
 export interface EthersChainOptions extends ChainConnectionOptions {
   /** The DrisAnchor contract; without it, deployIfMissing must be set. */
@@ -80,20 +49,6 @@ export interface EthersChainOptions extends ChainConnectionOptions {
   readonly onTransaction?: (submission: TxSubmission) => void | Promise<void>;
 }
 
-export interface Deployment {
-  readonly address: string;
-  readonly txHash: string;
-  readonly blockNumber: number;
-  readonly chainId: number;
-  readonly deployer: string;
-  readonly anchorer: string;
-}
-
-export interface DeployOptions extends ChainConnectionOptions {
-  /** The anchorer the contract starts with; the deployer (who becomes owner) when unset. */
-  readonly anchorerAddress?: string;
-}
-
 /** An anchor found from its Anchored event. */
 export interface AnchorEvent extends AnchorReceipt {
   readonly batchSeq: number;
@@ -103,242 +58,8 @@ export interface AnchorEvent extends AnchorReceipt {
   readonly recordCount: number;
 }
 
-const ROOT_RE = /^[0-9a-f]{64}$/;
 const TX_HASH_RE = /^0x[0-9a-fA-F]{64}$/;
 const UINT32_MAX = 0xffff_ffff;
-
-/** The anchorer's wallet from a raw key or an encrypted JSON keystore (scrypt; takes a second). */
-export async function loadAnchorerWallet(source: AnchorerKeySource | Wallet): Promise<Wallet> {
-  if (source instanceof Wallet) return source;
-  if ('privateKey' in source) {
-    const raw = source.privateKey.trim();
-    const hex = raw.startsWith('0x') ? raw : `0x${raw}`;
-    if (!/^0x[0-9a-fA-F]{64}$/.test(hex)) throw new DrisError('config_invalid', 'the anchorer key is not a 32-byte hex private key');
-    try {
-      return new Wallet(hex);
-    } catch {
-      // No cause: the library's error could quote the key.
-      throw new DrisError('config_invalid', 'the anchorer key is not a valid secp256k1 private key');
-    }
-  }
-  let json: string;
-  if ('keystoreJson' in source) json = source.keystoreJson;
-  else {
-    try {
-      json = await readFile(source.keystorePath, 'utf8');
-    } catch (err) {
-      throw new DrisError('config_invalid', `cannot read the anchorer keystore ${source.keystorePath}`, { cause: err });
-    }
-  }
-  try {
-    const decrypted = await Wallet.fromEncryptedJson(json, source.keystorePassword);
-    return new Wallet(decrypted.privateKey);
-  } catch {
-    throw new DrisError('config_invalid', 'cannot decrypt the anchorer keystore (wrong password or not a keystore)');
-  }
-}
-
-/** The provider options every adapter of the chain uses (see docs/chain.md for why each). */
-export function makeProvider(rpcUrl: string, chainId: number, timeoutMs: number, batch?: { readonly maxCount: number; readonly stallMs: number }): JsonRpcProvider {
-  const request = new FetchRequest(rpcUrl);
-  request.timeout = timeoutMs;
-  const network = Network.from(chainId);
-  // staticNetwork: ethers would otherwise retry network detection forever against a dead node.
-  // cacheTimeout -1: a cached nonce or receipt is exactly what an ordered stream must not read.
-  // batchMaxCount 1: each failure belongs to one request (a reader of views may batch instead).
-  return new JsonRpcProvider(request, network, {
-    staticNetwork: network,
-    cacheTimeout: -1,
-    batchMaxCount: batch?.maxCount ?? 1,
-    ...(batch === undefined ? {} : { batchStallTime: batch.stallMs }),
-  });
-}
-
-async function checkChainId(provider: JsonRpcProvider, expected: number): Promise<void> {
-  let actual: number;
-  try {
-    actual = Number(BigInt(String(await provider.send('eth_chainId', []))));
-  } catch (err) {
-    throw translateChainError(err, 'reading the chain id');
-  }
-  if (actual !== expected) {
-    throw new DrisError('config_invalid', `the node is on chain id ${actual}, the configuration says ${expected}`, { extra: { expected, actual } });
-  }
-}
-
-function positiveInt(value: number, name: string): number {
-  if (!Number.isSafeInteger(value) || value <= 0) throw new DrisError('config_invalid', `${name} must be a positive integer`);
-  return value;
-}
-
-function isLoopbackUrl(url: string): boolean {
-  try {
-    const host = new URL(url).hostname;
-    return host === '127.0.0.1' || host === 'localhost' || host === '[::1]' || host === '::1';
-  } catch {
-    return false;
-  }
-}
-
-function defaultPublicRpcUrl(rpcUrl: string): string {
-  if (isLoopbackUrl(rpcUrl)) return rpcUrl;
-  try {
-    return new URL(rpcUrl).origin;
-  } catch {
-    return '';
-  }
-}
-
-interface Runtime {
-  readonly provider: JsonRpcProvider;
-  readonly wallet: Wallet;
-  readonly sender: TxSender;
-  readonly artifact: AnchorArtifact;
-  readonly iface: Interface;
-  readonly chainId: number;
-  readonly log: Logger;
-  closed: boolean;
-}
-
-async function openRuntime(options: ChainConnectionOptions, onTransaction?: (s: TxSubmission) => void | Promise<void>): Promise<Runtime> {
-  const chainId = positiveInt(options.chainId, 'the chain id');
-  const confirmations = positiveInt(options.confirmations ?? 1, 'confirmations');
-  const log = options.logger ?? componentLogger('chain');
-  const artifact = loadAnchorArtifact(options.artifactPath);
-  const wallet = await loadAnchorerWallet(options.signer);
-  const provider = makeProvider(options.rpcUrl, chainId, options.rpcTimeoutMs ?? 10_000);
-  const runtime: Runtime = {
-    provider,
-    wallet,
-    artifact,
-    iface: new Interface(artifact.abi),
-    chainId,
-    log,
-    closed: false,
-    sender: new TxSender({
-      provider,
-      wallet,
-      chainId,
-      confirmations,
-      replaceAfterMs: positiveInt(options.replaceAfterMs ?? 30_000, 'replaceAfterMs'),
-      maxReplacements: options.maxReplacements ?? 5,
-      feeBumpPercent: options.feeBumpPercent ?? 12.5,
-      minPriorityFeeWei: options.minPriorityFeeWei ?? 1_000_000n,
-      txTimeoutMs: positiveInt(options.txTimeoutMs ?? 600_000, 'txTimeoutMs'),
-      unreachableAfterMs: positiveInt(options.unreachableAfterMs ?? 30_000, 'unreachableAfterMs'),
-      pollIntervalMs: positiveInt(options.pollIntervalMs ?? 1_000, 'pollIntervalMs'),
-      logger: log,
-      ...(onTransaction === undefined ? {} : { onSubmission: onTransaction }),
-      isClosed: () => runtime.closed,
-    }),
-  };
-  try {
-    await checkChainId(provider, chainId);
-    try {
-      await runtime.sender.init();
-    } catch (err) {
-      throw translateChainError(err, 'reading the anchorer nonce');
-    }
-    return runtime;
-  } catch (err) {
-    provider.destroy();
-    throw err;
-  }
-}
-
-function gasWithMargin(estimate: bigint): bigint {
-  // Estimates are exact for this contract; the margin covers a node that estimates a little low.
-  return (estimate * 125n) / 100n + 10_000n;
-}
-
-async function deployWith(rt: Runtime, anchorer: string): Promise<Deployment> {
-  const factory = new ContractFactory(rt.artifact.abi, rt.artifact.bytecode);
-  const { data } = await factory.getDeployTransaction(anchorer);
-  let gas: bigint;
-  let nonce: number;
-  let fees: Fees;
-  try {
-    [gas, nonce, fees] = await Promise.all([
-      rt.provider.estimateGas({ from: rt.wallet.address, data }),
-      rt.sender.nextNonceChecked(),
-      rt.sender.currentFees(),
-    ]);
-  } catch (err) {
-    throw translateChainError(err, 'preparing the contract deployment', rt.iface);
-  }
-  let receipt: TransactionReceipt;
-  try {
-    receipt = await rt.sender.send({ to: null, data, gasLimit: gasWithMargin(gas) }, nonce, fees);
-  } catch (err) {
-    if (err instanceof NonceConflict) throw new DrisError('dependency_unavailable', 'another sender used the deployer nonce; deploy again', { cause: err });
-    throw err;
-  }
-  if (receipt.status !== 1 || receipt.contractAddress === null) {
-    throw new DrisError('dependency_unavailable', 'the contract deployment reverted', { extra: { txHash: receipt.hash } });
-  }
-  const deployment: Deployment = {
-    address: getAddress(receipt.contractAddress),
-    txHash: receipt.hash,
-    blockNumber: receipt.blockNumber,
-    chainId: rt.chainId,
-    deployer: rt.wallet.address,
-    anchorer: getAddress(anchorer),
-  };
-  rt.log.info({ ...deployment, compiler: rt.artifact.compiler, gasUsed: String(receipt.gasUsed) }, 'anchor contract deployed');
-  return deployment;
-}
-
-/**
- * Deploys DrisAnchor with the signer as owner and `anchorerAddress` (default: the signer) as
- * anchorer; resolves once the deployment has the configured confirmations. For `dris chain deploy`.
- */
-export async function deployAnchorContract(options: DeployOptions): Promise<Deployment> {
-  const rt = await openRuntime(options);
-  try {
-    const anchorer = options.anchorerAddress ?? rt.wallet.address;
-    if (!isAddress(anchorer)) throw new DrisError('config_invalid', 'the anchorer is not an address');
-    return await deployWith(rt, anchorer);
-  } finally {
-    rt.closed = true;
-    rt.provider.destroy();
-  }
-}
-
-/** A serial executor with a bounded backlog. */
-class SerialQueue {
-  private tail: Promise<void> = Promise.resolve();
-  private size = 0;
-
-  constructor(private readonly max: number) {}
-
-  run<T>(task: () => Promise<T>): Promise<T> {
-    if (this.size > this.max) {
-      return Promise.reject(new DrisError('overloaded', 'too many anchors are waiting for the chain', { extra: { queued: this.size } }));
-    }
-    this.size++;
-    const result = this.tail.then(task);
-    this.tail = result.then(
-      () => undefined,
-      () => undefined,
-    ).finally(() => {
-      this.size--;
-    });
-    return result;
-  }
-
-  /** Resolves once everything queued so far has settled. */
-  idle(): Promise<void> {
-    return this.tail;
-  }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new DrisError('timeout', `${what}: no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
 
 export class EthersChain implements Chain {
   /** Set when connect() deployed the contract: the caller persists the address. */
@@ -576,16 +297,8 @@ export class EthersChain implements Chain {
 
   async anchorOf(merkleRoot: string): Promise<OnChainAnchor | null> {
     this.assertOpen();
-    assertRoot(merkleRoot);
-    let result: [bigint, bigint];
-    try {
-      result = (await this.contract.getFunction('anchorOf').staticCall(`0x${merkleRoot}`)) as [bigint, bigint];
-    } catch (err) {
-      throw translateChainError(err, 'reading an anchor', this.rt.iface);
-    }
-    const [batchSeq, timestamp] = result;
-    if (batchSeq === 0n) return null;
-    return { batchSeq: Number(batchSeq), merkleRoot, anchoredAt: Number(timestamp) };
+    const anchor = await readAnchorOf(this.contract, this.rt.iface, merkleRoot);
+    return anchor === null ? null : { batchSeq: anchor.batchSeq, merkleRoot, anchoredAt: anchor.timestampSec };
   }
 
   /**
@@ -636,21 +349,10 @@ export class EthersChain implements Chain {
     } catch (err) {
       throw translateChainError(err, 'searching anchor events');
     }
-    if (found === undefined) return null;
-    const parsed = this.rt.iface.parseLog({ topics: [...found.topics], data: found.data });
-    if (parsed === null) return null;
-    return {
-      txHash: found.transactionHash,
-      blockNumber: found.blockNumber,
-      blockTimestamp: Number(parsed.args.getValue('timestamp') as bigint),
-      chainId: this.rt.chainId,
-      contractAddress: this.contractAddress,
-      batchSeq: Number(parsed.args.getValue('batchSeq') as bigint),
-      merkleRoot,
-      batchId: parsed.args.getValue('batchId') as string,
-      manifestCid: parsed.args.getValue('manifestCid') as string,
-      recordCount: Number(parsed.args.getValue('recordCount') as bigint),
-    };
+    const e = found === undefined ? null : parseAnchoredLog(this.rt.iface, found);
+    if (e === null) return null;
+    const { timestampSec, ...fields } = e;
+    return { ...fields, blockTimestamp: timestampSec, chainId: this.rt.chainId, contractAddress: this.contractAddress, merkleRoot };
   }
 
   async check(): Promise<void> {
@@ -674,10 +376,6 @@ export class EthersChain implements Chain {
   private assertOpen(): void {
     if (this.rt.closed) throw new DrisError('dependency_unavailable', 'the chain adapter is closed');
   }
-}
-
-function assertRoot(merkleRoot: string): void {
-  if (!ROOT_RE.test(merkleRoot)) throw new DrisError('validation_failed', 'a Merkle root is 64 lowercase hex digits without 0x');
 }
 
 function validateRequest(r: AnchorRequest): void {
