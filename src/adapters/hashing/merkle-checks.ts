@@ -1,0 +1,25 @@
+import type { MerkleHasher } from '../../domain/hashing/merkle.js';
+
+/**
+ * The proof checks every hashing backend answers the same way, over its own SHA-256: leaf hashes,
+ * inclusion and consistency proofs (RFC 9162), computed by the domain's MerkleHasher.
+ */
+export abstract class MerkleChecks {
+  protected constructor(protected readonly merkle: MerkleHasher) {}
+
+  leafHash(leaf: Uint8Array): Uint8Array {
+    return this.merkle.leafHash(leaf);
+  }
+
+  verifyInclusion(leafHash: Uint8Array, index: number, treeSize: number, proof: readonly Uint8Array[], root: Uint8Array): boolean {
+    return this.merkle.verifyInclusion(leafHash, index, treeSize, proof, root);
+  }
+
+  consistencyProof(leaves: readonly Uint8Array[], oldSize: number): Uint8Array[] {
+    return this.merkle.consistencyProof(leaves, oldSize);
+  }
+
+  verifyConsistency(oldSize: number, newSize: number, proof: readonly Uint8Array[], oldRoot: Uint8Array, newRoot: Uint8Array): boolean {
+    return this.merkle.verifyConsistency(oldSize, newSize, proof, oldRoot, newRoot);
+  }
+}
