@@ -18,7 +18,7 @@ export class ProcessLock {
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new DrisError('config_invalid', `cannot create ${file}`, { cause: err });
         const holder = Number(readFileSync(file, 'utf8').trim());
-        if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && alive(holder)) {
+        if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && processAlive(holder)) {
           throw new DrisError('config_invalid', `the data directory is in use by process ${holder}`);
         }
         unlinkSync(file);
@@ -36,7 +36,8 @@ export class ProcessLock {
   }
 }
 
-function alive(pid: number): boolean {
+/** Whether a process with this id exists (one of another user counts). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

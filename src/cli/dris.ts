@@ -209,31 +209,29 @@ async function toolLogger(): Promise<void> {
   rootLoggerOf(loadToolConfig());
 }
 
+/** The tool commands, each loaded when it runs: arguments to exit status. */
+const TOOLS: Record<'chain' | 'queue' | 'verify', () => Promise<(args: readonly string[]) => Promise<number>>> = {
+  chain: async () => (await import('./chain-command.js')).chainCommand,
+  queue: async () => (await import('./queue-command.js')).queueCommand,
+  verify: async () => (await import('./verify-command.js')).verifyCommand,
+};
+
 async function mainCli(argv: string[]): Promise<void> {
-  const [command, ...rest] = argv;
-  switch (command ?? 'serve') {
+  const [given, ...rest] = argv;
+  const command = given ?? 'serve';
+  switch (command) {
     case 'serve':
       return serve();
     case 'keys':
       return keys(rest);
     case 'migrate':
       return migrate();
-    case 'chain': {
-      await toolLogger();
-      const { chainCommand } = await import('./chain-command.js');
-      process.exitCode = await chainCommand(rest);
-      return;
-    }
-    case 'queue': {
-      await toolLogger();
-      const { queueCommand } = await import('./queue-command.js');
-      process.exitCode = await queueCommand(rest);
-      return;
-    }
+    case 'chain':
+    case 'queue':
     case 'verify': {
       await toolLogger();
-      const { verifyCommand } = await import('./verify-command.js');
-      process.exitCode = await verifyCommand(rest);
+      const run = await TOOLS[command]();
+      process.exitCode = await run(rest);
       return;
     }
     case 'bench': {

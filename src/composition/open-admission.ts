@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { Config } from '../config/config.js';
 import type { AdmissionStore } from '../domain/limits/ports.js';
+import { definedOnly } from '../util/defined.js';
 import type { Logger } from '../util/logger.js';
 
 /** Rate limits and idempotency keys: Redis when REDIS_URL is set, else the embedded store. */
@@ -12,7 +13,7 @@ export async function openAdmission(cfg: Config, root: Logger): Promise<{ store:
       url: r.url,
       keyPrefix: r.keyPrefix,
       logger: root.child({ component: 'redis-admission-store' }),
-      ...(r.password !== undefined ? { password: r.password } : {}),
+      ...definedOnly({ password: r.password }),
     });
     return { store, adapter: 'redis' };
   }

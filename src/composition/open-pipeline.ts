@@ -3,6 +3,7 @@ import { anchorerKeySource, type Config } from '../config/config.js';
 import type { Chain, Pinner } from '../domain/pipeline/ports.js';
 import type { ChainReader } from '../domain/verification/ports.js';
 import type { Route } from '../http/router.js';
+import { definedOnly } from '../util/defined.js';
 import type { Logger } from '../util/logger.js';
 
 /** What the anchorer role publishes to: IPFS and the chain, with the embedded gateway's routes. */
@@ -37,8 +38,7 @@ async function openChain(cfg: Config, root: Logger): Promise<{ chain: Chain; clo
     txTimeoutMs: c.txTimeoutMs,
     logBlockRange: c.logBlockRange,
     logger: root.child({ component: 'chain' }),
-    ...(c.explorerAddressUrl !== undefined ? { explorerAddressUrl: c.explorerAddressUrl } : {}),
-    ...(c.explorerTxUrl !== undefined ? { explorerTxUrl: c.explorerTxUrl } : {}),
+    ...definedOnly({ explorerAddressUrl: c.explorerAddressUrl, explorerTxUrl: c.explorerTxUrl }),
   };
   if (c.rpcUrl !== undefined) {
     const { EthersChain } = await import('../adapters/chain/ethers-chain.js');
@@ -48,8 +48,7 @@ async function openChain(cfg: Config, root: Logger): Promise<{ chain: Chain; clo
       chainId: c.chainId ?? 31337,
       signer: anchorerKeySource(c),
       deployBlock: c.deployBlock,
-      ...(c.contractAddress !== undefined ? { contractAddress: c.contractAddress } : {}),
-      ...(c.publicRpcUrl !== undefined ? { publicRpcUrl: c.publicRpcUrl } : {}),
+      ...definedOnly({ contractAddress: c.contractAddress, publicRpcUrl: c.publicRpcUrl }),
     });
     return { chain, close: () => chain.close() };
   }
@@ -58,9 +57,7 @@ async function openChain(cfg: Config, root: Logger): Promise<{ chain: Chain; clo
     ...common,
     dataDir: cfg.dataDir,
     stateIntervalSec: c.anvilStateIntervalSec,
-    ...(c.chainId !== undefined ? { chainId: c.chainId } : {}),
-    ...(c.anvilPort !== undefined ? { port: c.anvilPort } : {}),
-    ...(c.anvilBin !== undefined ? { binaryPath: c.anvilBin } : {}),
+    ...definedOnly({ chainId: c.chainId, port: c.anvilPort, binaryPath: c.anvilBin }),
   });
   return { chain: embedded.chain, close: () => embedded.close() };
 }
@@ -110,7 +107,7 @@ export async function openChainReader(
     timeoutMs: 5_000,
     fromBlock: info?.deployBlock ?? cfg.chain.deployBlock,
     maxBlockRange: cfg.chain.logBlockRange,
-    ...(expectedChainId === undefined ? {} : { expectedChainId }),
+    ...definedOnly({ expectedChainId }),
   });
 }
 

@@ -4,6 +4,7 @@ import type { RecordQueue } from '../domain/records/ports.js';
 import { DEFAULT_INDEXER_OPTIONS } from '../app/indexer.js';
 import { EmbeddedQueue } from '../adapters/queue/embedded-queue.js';
 import type { StorageGuard } from '../adapters/storage/storage-guard.js';
+import { definedOnly } from '../util/defined.js';
 import type { Logger } from '../util/logger.js';
 
 /** The durable consumer the accumulator reads the queue as. */
@@ -22,10 +23,7 @@ export async function openQueue(cfg: Config, guard: StorageGuard | null, root: L
       publishTimeoutMs: n.publishTimeoutMs,
       maxPendingPublishes: cfg.maxPendingPublishes,
       logger: root.child({ component: 'nats-queue' }),
-      ...(n.user !== undefined ? { user: n.user } : {}),
-      ...(n.pass !== undefined ? { pass: n.pass } : {}),
-      ...(n.token !== undefined ? { token: n.token } : {}),
-      ...(n.credsFile !== undefined ? { credsFile: n.credsFile } : {}),
+      ...definedOnly({ user: n.user, pass: n.pass, token: n.token, credsFile: n.credsFile }),
     });
     return { queue, adapter: 'nats' };
   }

@@ -7,6 +7,7 @@ import { Anchorer } from '../app/anchorer.js';
 import type { Probe } from '../app/health.js';
 import { fenceTerm, LeaderLoop } from '../app/leader-loop.js';
 import type { ClickHousePipelineStore } from '../adapters/index/clickhouse-pipeline-store.js';
+import { definedOnly } from '../util/defined.js';
 import type { Logger } from '../util/logger.js';
 import type { Closers } from './closers.js';
 import { openPipeline, type Pipeline } from './open-pipeline.js';
@@ -31,7 +32,7 @@ async function openElector(cfg: Config, root: Logger): Promise<LeaderElector> {
     keyPrefix: cfg.redis.keyPrefix,
     leaseMs: cfg.leaderLeaseMs,
     logger: root.child({ component: 'leader-election' }),
-    ...(cfg.redis.password !== undefined ? { password: cfg.redis.password } : {}),
+    ...definedOnly({ password: cfg.redis.password }),
   });
 }
 

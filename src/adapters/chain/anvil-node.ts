@@ -7,6 +7,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DrisError } from '../../errors/dris-error.js';
 import { componentLogger, type Logger } from '../../util/logger.js';
+import { processAlive } from '../process-lock.js';
 
 /**
  * The embedded chain: the real anvil binary shipped by `@foundry-rs/anvil`, run as a child process
@@ -320,15 +321,6 @@ function parsesAsJson(file: string): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

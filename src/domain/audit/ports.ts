@@ -1,4 +1,4 @@
-import type { Page } from '../records/types.js';
+import type { Page, TimeWindowQuery } from '../records/types.js';
 
 /**
  * Audit trail (SPEC "Audit and compliance"): ingestions, verifications, retries, key provisioning
@@ -28,19 +28,11 @@ export interface AuditEvent {
   readonly detail?: Readonly<Record<string, unknown>>;
 }
 
-export interface AuditQuery {
-  readonly tenantId: string;
+export interface AuditQuery extends TimeWindowQuery {
   readonly action?: string;
   /** Actor filters. */
   readonly keyId?: string;
   readonly clientId?: string;
-  /** at >= fromMs (inclusive), epoch milliseconds. */
-  readonly fromMs?: number;
-  /** at < toMs (exclusive), epoch milliseconds. */
-  readonly toMs?: number;
-  readonly limit: number;
-  /** Opaque cursor from a previous page. */
-  readonly cursor?: string;
 }
 
 export interface AuditLog {

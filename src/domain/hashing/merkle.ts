@@ -133,12 +133,7 @@ export class MerkleHasher {
       if (p.length !== HASH_LEN || sn === 0) return false;
       if (fn % 2 === 1 || fn === sn) {
         r = this.nodeHash(p, r);
-        if (fn % 2 === 0) {
-          while (fn % 2 === 0 && fn !== 0) {
-            fn = Math.floor(fn / 2);
-            sn = Math.floor(sn / 2);
-          }
-        }
+        [fn, sn] = shiftUntilOdd(fn, sn);
       } else {
         r = this.nodeHash(r, p);
       }
@@ -200,12 +195,7 @@ export class MerkleHasher {
       if (fn % 2 === 1 || fn === sn) {
         fr = this.nodeHash(c, fr);
         sr = this.nodeHash(c, sr);
-        if (fn % 2 === 0) {
-          while (fn % 2 === 0 && fn !== 0) {
-            fn = Math.floor(fn / 2);
-            sn = Math.floor(sn / 2);
-          }
-        }
+        [fn, sn] = shiftUntilOdd(fn, sn);
       } else {
         sr = this.nodeHash(sr, c);
       }
@@ -337,4 +327,13 @@ export function fromHex(hex: string): Uint8Array {
   const out = new Uint8Array(hex.length / 2);
   for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
   return out;
+}
+
+/** Shifts fn and sn right together until fn is odd or 0 (RFC 9162, 2.1.3.2 and 2.1.4.2). */
+function shiftUntilOdd(fn: number, sn: number): [number, number] {
+  while (fn % 2 === 0 && fn !== 0) {
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  return [fn, sn];
 }

@@ -154,6 +154,18 @@ export interface RecordQuery {
   cursor?: string;
 }
 
+/** A page of a tenant's entries in a time window, newest first: what every listing query carries. */
+export interface TimeWindowQuery {
+  readonly tenantId: string;
+  /** at >= fromMs (inclusive), epoch milliseconds. */
+  readonly fromMs?: number;
+  /** at < toMs (exclusive), epoch milliseconds. */
+  readonly toMs?: number;
+  readonly limit: number;
+  /** Opaque cursor from a previous page. */
+  readonly cursor?: string;
+}
+
 export interface Page<T> {
   items: T[];
   nextCursor: string | null;

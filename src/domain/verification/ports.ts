@@ -1,5 +1,5 @@
 import type { Batch } from '../pipeline/types.js';
-import type { Page, RecordEnvelope } from '../records/types.js';
+import type { Page, RecordEnvelope, TimeWindowQuery } from '../records/types.js';
 import type { VerificationHistoryEntry } from './types.js';
 
 /** Ports of verification, beside the pipeline's Chain and Pinner. */
@@ -44,18 +44,11 @@ export interface EvidenceIndex {
   payloadOf(tenantId: string, ingestId: string, acceptedAtMs: number): Promise<string | null>;
 }
 
-export interface HistoryQuery {
-  readonly tenantId: string;
+export interface HistoryQuery extends TimeWindowQuery {
   readonly recordId?: string;
   readonly collection?: string;
   readonly snapshotId?: string;
   readonly outcome?: string;
-  /** at >= fromMs, epoch milliseconds. */
-  readonly fromMs?: number;
-  /** at < toMs, epoch milliseconds. */
-  readonly toMs?: number;
-  readonly limit: number;
-  readonly cursor?: string;
 }
 
 /** Append-only history of verification attempts. */
