@@ -25,7 +25,8 @@ interface Io {
 const stdio: Io = { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t) };
 
 /** `dris queue check|repair`; returns the exit code. */
-export async function queueCommand(args: readonly string[], io: Io = stdio, env: Env = process.env): Promise<number> {
+/** `env`: the environment configuration reads (the process's when not given). */
+export async function queueCommand(args: readonly string[], io: Io = stdio, env?: Env): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({ args: [...args], allowPositionals: true, options: { 'data-dir': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
