@@ -3,7 +3,7 @@ import { rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DrisError } from '../../errors/dris-error.js';
 import { componentLogger, type Logger } from '../../util/logger.js';
-import { SegmentLog } from '../queue/segment-log.js';
+import { SegmentLog } from '../storage/segment-log.js';
 import { syncFileSystems } from './file-system-sync.js';
 import { GroupCommit, type GroupCommitOptions } from './group-commit.js';
 import type { SqlRunner } from './sql-runner.js';
