@@ -209,7 +209,7 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
   });
 
   t.test('a pipeline rewrite with a higher row_version replaces the row', async (t) => {
-    // What the batch assignment of the pipeline does, as documented in sql.ts.
+    // What the batch assignment of the pipeline does, as documented in migrations/records.ts.
     const tenant = 'tenant-p';
     const recs = Array.from({ length: 4 }, () => record(tenant));
     await ctx.index.records.insertRecords(recs);
