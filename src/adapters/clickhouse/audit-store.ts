@@ -138,7 +138,7 @@ const VERIFICATION_ACTIONS_SQL = VERIFICATION_ACTIONS.map((a) => `'${a}'`).join(
  * Params: tenantId, limit UInt32, and those of the filters present (`has` tells which): action,
  * keyId, clientId, fromMs, toMs, beforeMs and beforeId (the cursor). Rows: AuditRow.
  */
-export function auditPageSql(db: ClickHouseDatabase, sources: 'events' | 'verifications' | 'both', has: (param: string) => boolean): string {
+function auditPageSql(db: ClickHouseDatabase, sources: 'events' | 'verifications' | 'both', has: (param: string) => boolean): string {
   const where = (id: string, action: string): string => {
     const w = ['tenant_id = {tenantId:String}'];
     if (has('action')) w.push(`${action} = {action:String}`);

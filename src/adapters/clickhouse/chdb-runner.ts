@@ -14,7 +14,7 @@ import type { ExecOptions, SqlParams, SqlRunner } from './sql-runner.js';
  */
 
 /** A query or insert still running after this long is reported as 'timeout', unless told otherwise. */
-export const DEFAULT_CHDB_TIMEOUT_MS = 30_000;
+const DEFAULT_CHDB_TIMEOUT_MS = 30_000;
 
 /** The chDB error codes that mean the engine is unusable rather than the statement wrong. */
 const UNAVAILABLE = new Set(['CHDB_CONNECTION', 'CHDB_CLOSED', 'CHDB_PLATFORM_UNSUPPORTED', 'CHDB_BINARY_VERSION_MISMATCH']);

@@ -186,7 +186,7 @@ const LOOKUP_READ_COLUMNS = `ingest_id, tenant_id, database, collection, record_
  * more than the read itself when the table has several parts, and both cost more than picking
  * among the few rows read. With `limit`, the oldest records first, collapsed in the query.
  */
-export function lookupRecordsSql(db: string, where: string, limit?: string, engineSettings?: string): string {
+function lookupRecordsSql(db: string, where: string, limit?: string, engineSettings?: string): string {
   const collapse = limit === undefined ? '' : `\nORDER BY accepted_at, ingest_id, tenant_id, version DESC\nLIMIT 1 BY tenant_id, ingest_id\nLIMIT ${limit}`;
   return `SELECT ${LOOKUP_READ_COLUMNS}
 FROM ${db}.record_evidence
@@ -210,7 +210,7 @@ const POINT_READ_SETTINGS = 'max_threads = 1, optimize_move_to_prewhere = 0';
  * Leaves of records by key, for look-up rows that have none: a record batched by a version that
  * wrote its leaf to record_leaves only. Params: tenants Array(String), ids Array(String).
  */
-export function leavesByKeySql(db: string): string {
+function leavesByKeySql(db: string): string {
   return `SELECT tenant_id, ingest_id, ${LEAF_COLUMNS.join(', ')}
 FROM ${db}.record_leaves FINAL
 WHERE tenant_id IN {tenants:Array(String)} AND ingest_id IN {ids:Array(String)}`;

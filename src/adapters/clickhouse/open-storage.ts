@@ -1,4 +1,3 @@
-import type { Logger } from '../../util/logger.js';
 import type { ClickHouseServerOptions } from './http-runner.js';
 import type { SqlRunner } from './sql-runner.js';
 import { ClickHouseStorage, type ClickHouseStorageOptions } from './storage.js';
@@ -18,7 +17,6 @@ export interface OpenStorageOptions extends Omit<ClickHouseStorageOptions, 'jour
   readonly engine: ClickHouseEngine;
   /** Replaces the engine's own runner, with the engine's defaults kept (tests). */
   readonly runner?: SqlRunner;
-  readonly logger?: Logger;
 }
 
 export interface OpenedStorage {

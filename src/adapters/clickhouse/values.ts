@@ -39,11 +39,11 @@ export class ReplacementClock {
   }
 }
 
-export function invalid(path: string, message: string): DrisError {
+function invalid(path: string, message: string): DrisError {
   return new DrisError('validation_failed', `invalid ${path}`, { fields: [{ path, code: 'invalid', message }] });
 }
 
-export function pageLimit(limit: number): number {
+function pageLimit(limit: number): number {
   if (!Number.isInteger(limit) || limit < 1) throw invalid('limit', 'must be a positive integer');
   return Math.min(limit, MAX_PAGE_LIMIT);
 }
