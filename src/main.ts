@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { anchorerKeySource, describeConfig, MIN_ADMIN_TOKEN_BYTES, type Config } from './config/config.js';
 import { DrisError } from './errors/dris-error.js';
 import type { RecordQueue } from './domain/records/ports.js';
-import type { ClickHouseRecordIndex } from './adapters/index/clickhouse-record-index.js';
+import { openClickHouseStorage, type OpenedStorage } from './adapters/clickhouse/open-storage.js';
 import type { Chain, LeaderElector, Pinner } from './domain/pipeline/ports.js';
 import type { AdmissionStore } from './domain/limits/ports.js';
 import { Authenticator } from './app/authenticator.js';
@@ -13,11 +13,9 @@ import { Indexer, DEFAULT_INDEXER_OPTIONS } from './app/indexer.js';
 import { Accumulator } from './app/accumulator.js';
 import { Anchorer } from './app/anchorer.js';
 import { fenceTerm, LeaderLoop } from './app/leader-loop.js';
-import { ClickHousePipelineStore } from './adapters/index/clickhouse-pipeline-store.js';
 import { pipelineRoutes } from './http/pipeline-routes.js';
 import { verifyRoutes } from './http/verify-routes.js';
 import { Verifier } from './app/verifier.js';
-import { ClickHouseEvidenceStore, DEFAULT_HISTORY_WRITES } from './adapters/index/clickhouse-evidence-store.js';
 import type { ChainReader } from './domain/verification/ports.js';
 import type { Route } from './http/router.js';
 import { KeyAdmin, resolveAdminToken } from './app/key-admin.js';
@@ -57,8 +55,6 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
-type Index = ClickHouseRecordIndex;
-
 export function packageVersion(): string {
   const here = path.dirname(fileURLToPath(import.meta.url));
   for (const up of ['..', '../..']) {
@@ -71,17 +67,14 @@ export function packageVersion(): string {
   return '0.0.0';
 }
 
-export async function openIndex(cfg: Config): Promise<{ index: Index; adapter: string }> {
-  if (cfg.clickhouse !== undefined) {
-    const { ClickHouseIndex } = await import('./adapters/index/clickhouse-index.js');
-    const c = cfg.clickhouse;
-    const opts: ConstructorParameters<typeof ClickHouseIndex>[0] = { url: c.url, database: c.database, ...(c.username !== undefined ? { username: c.username } : {}), ...(c.password !== undefined ? { password: c.password } : {}) };
-    return { index: new ClickHouseIndex(opts), adapter: 'clickhouse' };
+export function openStorage(cfg: Config): Promise<OpenedStorage> {
+  const c = cfg.clickhouse;
+  if (c !== undefined) {
+    return openClickHouseStorage({ database: c.database, engine: { kind: 'server', url: c.url, ...(c.username !== undefined ? { username: c.username } : {}), ...(c.password !== undefined ? { password: c.password } : {}) } });
   }
-  const { ChdbIndex } = await import('./adapters/index/chdb-index.js');
   // The audit trail and the verification history reach the embedded engine through a journal
   // in the same data directory (see AppendJournal).
-  return { index: new ChdbIndex({ path: path.join(cfg.dataDir, 'clickhouse'), journalDir: path.join(cfg.dataDir, 'index-journal') }), adapter: 'chdb' };
+  return openClickHouseStorage({ engine: { kind: 'embedded', path: path.join(cfg.dataDir, 'clickhouse') }, journalDir: path.join(cfg.dataDir, 'index-journal') });
 }
 
 async function openQueue(cfg: Config, guard: StorageGuard | null): Promise<{ queue: RecordQueue; adapter: string }> {
@@ -290,28 +283,28 @@ export async function startService(cfg: Config): Promise<RunningService> {
       hasher = new HashingService({ backend: hashing.backend, pool });
     }
 
-    const { index, adapter: indexAdapter } = await openIndex(cfg);
-    closers.push(() => index.close());
-    await index.migrate();
+    const { storage, adapter: indexAdapter } = await openStorage(cfg);
+    closers.push(() => storage.close());
+    await storage.database.migrate();
 
     const { queue, adapter: queueAdapter } = await openQueue(cfg, guard);
     closers.push(() => queue.close());
 
     const probes: Probe[] = [
       { name: 'queue', adapter: queueAdapter, check: () => queue.check() },
-      { name: 'index', adapter: indexAdapter, check: () => index.check() },
+      { name: 'index', adapter: indexAdapter, check: () => storage.database.check() },
     ];
     if (guard !== null) probes.push({ name: 'storage', adapter: 'local-disk', check: () => guard.check() });
 
     let indexer: Indexer | null = null;
     if (cfg.roles.includes('indexer')) {
-      indexer = new Indexer(queue, index, { ...DEFAULT_INDEXER_OPTIONS, maxDeliveries: cfg.maxDeliveries }, index);
+      indexer = new Indexer(queue, storage.records, { ...DEFAULT_INDEXER_OPTIONS, maxDeliveries: cfg.maxDeliveries }, storage.audit);
       indexer.start();
       const running = indexer;
       closers.push(() => running.stop());
     }
 
-    const store = new ClickHousePipelineStore(index.runner, index.database);
+    const store = storage.pipeline;
     let anchorer: Anchorer | null = null;
     let pipeline: Pipeline | null = null;
     if (cfg.roles.includes('anchorer')) {
@@ -373,13 +366,13 @@ export async function startService(cfg: Config): Promise<RunningService> {
       closers.push(() => admission.close());
       probes.push({ name: 'admission', adapter: admissionAdapter, check: () => admission.check() });
 
-      const keys = new KeyAdmin(index, index);
+      const keys = new KeyAdmin(storage.keys, storage.audit);
       const bootstrapFile = await keys.bootstrap(cfg.dataDir);
       if (bootstrapFile !== null) log.info({ file: bootstrapFile }, 'no API keys existed: a standard key for tenant default was written to this file (mode 0600)');
       const admin = resolveAdminToken(cfg.dataDir, cfg.adminToken, MIN_ADMIN_TOKEN_BYTES);
       if (admin.file !== null) log.info({ file: admin.file }, 'key administration token file');
 
-      const authenticator = new Authenticator(index, { refreshMs: cfg.keyRefreshMs });
+      const authenticator = new Authenticator(storage.keys, { refreshMs: cfg.keyRefreshMs });
       const ingest = new IngestService({ hasher, queue, idempotency: admission, idempotencyTtlMs: cfg.idempotencyTtlMs, idempotencyLeaseMs: cfg.idempotencyLeaseMs });
       // Before the first request: a key whose record was stored just before a crash gets its answer.
       await recoverIdempotencyAnswers(queue, admission, cfg.idempotencyTtlMs);
@@ -397,10 +390,9 @@ export async function startService(cfg: Config): Promise<RunningService> {
         probes,
         timeoutMs: 2000,
       });
-      const evidence = new ClickHouseEvidenceStore(index.runner, index.database, { history: index.appendSink('verifications', DEFAULT_HISTORY_WRITES) });
-      closers.push(() => evidence.close());
+      const { evidence, history, audit } = storage;
       // Policies change rarely and are read by every answer carrying evidence: cached like keys.
-      const evidenceAccess = new EvidenceAccess(evidence, index, { refreshMs: cfg.keyRefreshMs });
+      const evidenceAccess = new EvidenceAccess(storage.policies, audit, { refreshMs: cfg.keyRefreshMs });
       const reader = await openChainReader(cfg, chainInfo);
       if (reader !== null) closers.push(() => reader.close());
       const verifierPinner = pipeline?.pinner ?? (await openVerifierPinner(cfg));
@@ -408,7 +400,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
       let boundPort: number | null = null;
       const embeddedGateway = (pipeline?.gateway.length ?? 0) > 0;
       const verifier = new Verifier(
-        { hashing: hashing.backend, evidence, store, chain: reader, pinner: verifierPinner, history: evidence },
+        { hashing: hashing.backend, evidence, store, chain: reader, pinner: verifierPinner, history },
         {
           chainCacheMs: cfg.verifyChainCacheMs,
           ipfsTimeoutMs: cfg.ipfsTimeoutMs,
@@ -421,12 +413,12 @@ export async function startService(cfg: Config): Promise<RunningService> {
         },
       );
       const router = new Router([
-        ...pipelineRoutes({ store, anchorer, maxBodyBytes: cfg.maxBodyBytes, audit: index, evidence: evidenceAccess }),
-        ...verifyRoutes({ verifier, evidence, history: evidence, audit: index, policies: evidenceAccess, maxBodyBytes: cfg.maxBodyBytes }),
+        ...pipelineRoutes({ store, anchorer, maxBodyBytes: cfg.maxBodyBytes, audit, evidence: evidenceAccess }),
+        ...verifyRoutes({ verifier, evidence, history, audit, policies: evidenceAccess, maxBodyBytes: cfg.maxBodyBytes }),
         ...(pipeline?.gateway ?? []),
         ...buildRoutes({
           ingest,
-          index,
+          index: storage.records,
           health,
           evidence: evidenceAccess,
           swagger: swaggerAssets(buildOpenApi(version)),
@@ -442,7 +434,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
         allowSlowHttp: cfg.allowSlowHttp,
         keys,
         health,
-        audit: index,
+        audit,
         policies: evidenceAccess,
         authenticator,
         rateLimiter: admission,

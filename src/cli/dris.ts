@@ -85,12 +85,12 @@ async function serve(): Promise<void> {
 async function migrate(): Promise<void> {
   const cfg = loadConfig();
   setLogLevel(cfg.logLevel as Parameters<typeof setLogLevel>[0]);
-  const { openIndex } = await import('../main.js');
-  const { index } = await openIndex(cfg);
+  const { openStorage } = await import('../main.js');
+  const { storage } = await openStorage(cfg);
   try {
-    await index.migrate();
+    await storage.database.migrate();
   } finally {
-    await index.close();
+    await storage.close();
   }
 }
 

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ProcessLock } from '../adapters/process-lock.js';
-import { checkLog, findLogs, repairLog, type LogReport, type RepairOutcome } from '../adapters/queue/segment-repair.js';
+import { checkLog, findLogs, repairLog, type LogReport, type RepairOutcome } from '../adapters/storage/segment-repair.js';
 import { parseArgsRefusal } from './arg-errors.js';
 
 export const QUEUE_USAGE = `usage:

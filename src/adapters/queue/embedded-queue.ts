@@ -6,7 +6,7 @@ import type { ConsumeOptions, Delivery, NotedMessage, PublishOptions, PublishRes
 import { componentLogger } from '../../util/logger.js';
 import { encodeDeadLetter, encodeUndecodable } from './dead-letter.js';
 import { decodeLabelled, decodeMessage, encodeRecords, messageLabel, type MessageLabel } from './record-codec.js';
-import { SegmentLog } from './segment-log.js';
+import { SegmentLog } from '../storage/segment-log.js';
 import { writeFileDurably } from '../storage/durable-file.js';
 import { mkdirDurableSync } from '../storage/log-file-system.js';
 import { RETRY_AFTER_FULL_S, RETRY_AFTER_WRITE_S, storageError } from '../storage/storage-faults.js';

@@ -10,16 +10,15 @@ import {
   type WarnLogParams,
 } from '@clickhouse/client';
 import { DrisError, type DrisErrorCode } from '../../errors/dris-error.js';
-import { componentLogger } from '../../util/logger.js';
-import { ClickHouseRecordIndex, type ClickHouseRecordIndexOptions } from './clickhouse-record-index.js';
+import { componentLogger, type Logger } from '../../util/logger.js';
 import type { ExecOptions, SqlParams, SqlRunner } from './sql-runner.js';
 
 /**
- * Hot index on a ClickHouse server, through @clickhouse/client over HTTP. Same SQL and logic as
- * the embedded engine; values go as `query_params`.
+ * A ClickHouse server, through @clickhouse/client over HTTP. Same SQL and logic as the embedded
+ * engine; values go as `query_params`.
  */
 
-export interface ClickHouseIndexOptions extends ClickHouseRecordIndexOptions {
+export interface ClickHouseServerOptions {
   /** e.g. `http://127.0.0.1:8123` (CLICKHOUSE_URL). */
   readonly url: string;
   readonly username?: string;
@@ -28,6 +27,7 @@ export interface ClickHouseIndexOptions extends ClickHouseRecordIndexOptions {
   readonly requestTimeoutMs?: number;
   /** Sockets kept open to the server. Default 10. */
   readonly maxOpenConnections?: number;
+  readonly logger?: Logger;
 }
 
 /**
@@ -36,13 +36,6 @@ export interface ClickHouseIndexOptions extends ClickHouseRecordIndexOptions {
  * ~175 KB, 2000 about 70 KB.
  */
 export const SERVER_LOOKUP_CHUNK = 2_000;
-
-export class ClickHouseIndex extends ClickHouseRecordIndex {
-  /** `runner` replaces the HTTP client (tests). */
-  constructor(options: ClickHouseIndexOptions, runner: SqlRunner = new ClickHouseClientRunner(options)) {
-    super(runner, { ...options, lookupChunk: options.lookupChunk ?? SERVER_LOOKUP_CHUNK });
-  }
-}
 
 /** Socket-level failures: the server is not reachable or went away. */
 const NETWORK_CODES = new Set([
@@ -97,20 +90,22 @@ export function translateClickHouseError(err: unknown, what: string, keepCause: 
 }
 
 /**
- * The client's own log lines go to our logger with its message and the error's code only: its
- * arguments and error texts can carry statement text and, for inserts, row data.
+ * The client's own log lines go to `log` with its message and the error's code only: its
+ * arguments and error texts can carry statement text and, for inserts, row data. The client
+ * constructs its logger itself, without arguments, hence a class per logger.
  */
-class ClientLog implements ClientLogger {
-  static readonly #log = componentLogger('clickhouse-client');
-  trace(): void {}
-  debug(): void {}
-  info(): void {}
-  warn({ module, message, err }: WarnLogParams): void {
-    ClientLog.#log.warn({ module, code: errorCodeOf(err) }, message);
-  }
-  error({ module, message, err }: ErrorLogParams): void {
-    ClientLog.#log.warn({ module, code: errorCodeOf(err) ?? errorCodeOf(err.cause) }, message);
-  }
+function clientLogClass(log: Logger): new () => ClientLogger {
+  return class ClientLog implements ClientLogger {
+    trace(): void {}
+    debug(): void {}
+    info(): void {}
+    warn({ module, message, err }: WarnLogParams): void {
+      log.warn({ module, code: errorCodeOf(err) }, message);
+    }
+    error({ module, message, err }: ErrorLogParams): void {
+      log.warn({ module, code: errorCodeOf(err) ?? errorCodeOf(err.cause) }, message);
+    }
+  };
 }
 
 export class ClickHouseClientRunner implements SqlRunner {
@@ -118,7 +113,7 @@ export class ClickHouseClientRunner implements SqlRunner {
   readonly #config: ClickHouseClientConfigOptions;
   readonly #client: ClickHouseClient;
 
-  constructor(options: ClickHouseIndexOptions) {
+  constructor(options: ClickHouseServerOptions) {
     // No `database` here: the client would send it with every request, and requests fail while
     // the database does not exist yet, migrate() included. Statements name their database.
     this.#config = {
@@ -131,7 +126,7 @@ export class ClickHouseClientRunner implements SqlRunner {
       // which proxies in front of a server may cap far below the server's own 1 MiB.
       use_multipart_params_auto: true,
       application: 'dris',
-      log: { LoggerClass: ClientLog, level: ClickHouseLogLevel.WARN },
+      log: { LoggerClass: clientLogClass(options.logger ?? componentLogger('clickhouse-client')), level: ClickHouseLogLevel.WARN },
     };
     this.#client = createClient(this.#config);
     // Half the sockets: inserts and other reads keep theirs.

@@ -1,10 +1,11 @@
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DrisError } from '../../errors/dris-error.js';
-import { componentLogger } from '../../util/logger.js';
-import { nodeLogFileSystem, type LogFileSystem } from '../storage/log-file-system.js';
-import { isNoSpace, reportStorageFault, RETRY_AFTER_FAILED_S, RETRY_AFTER_FULL_S, RETRY_AFTER_WRITE_S, storageError, type StorageFault } from '../storage/storage-faults.js';
-import { checksum, GROUP_START, HEADER, LENGTH_MASK, listSegments, LOST_RANGES_FILE, parseLostRanges, scanSegment, segmentName, type LostRange } from './segment-format.js';
+import { componentLogger, type Logger } from '../../util/logger.js';
+import { nodeLogFileSystem, type LogFileSystem } from './log-file-system.js';
+import { isNoSpace, reportStorageFault, RETRY_AFTER_FAILED_S, RETRY_AFTER_FULL_S, RETRY_AFTER_WRITE_S, storageError, type StorageFault } from './storage-faults.js';
+import { checksum, GROUP_START, HEADER, LENGTH_MASK, segmentName, type LostRange } from './segment-format.js';
+import { loadSegments, nextAfterLost, type Segment } from './segment-load.js';
+import { SegmentTailCache } from './segment-tail-cache.js';
 
 /**
  * An append-only log of messages in segment files (format: segment-format.ts). Appends are
@@ -31,18 +32,6 @@ const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
 /** Recently appended payloads kept in memory: consumers that keep up never read the disk. */
 const TAIL_CACHE_BYTES = 64 * 1024 * 1024;
 
-interface Segment {
-  readonly firstSeq: number;
-  readonly file: string;
-  /** A `.log` segment: read, never appended to. */
-  readonly legacy: boolean;
-  /** Seq of the last message in the segment; firstSeq - 1 when empty. */
-  lastSeq: number;
-  size: number;
-  /** Byte offset of each message's frame: message `seq` is at offsets[seq - firstSeq]. */
-  readonly offsets: number[];
-}
-
 export interface LogEntry {
   readonly seq: number;
   readonly payload: Buffer;
@@ -54,6 +43,7 @@ export interface SegmentLogOptions {
   readonly segmentBytes?: number;
   /** Where faults go; the process-wide storage fault sink by default. */
   readonly onFault?: (fault: StorageFault) => void;
+  readonly logger?: Logger;
 }
 
 interface PendingAppend {
@@ -67,7 +57,7 @@ export class SegmentLog {
   private readonly fs: LogFileSystem;
   private readonly segmentBytes: number;
   private readonly onFault: (fault: StorageFault) => void;
-  private readonly logger = componentLogger('segment-log');
+  private readonly logger: Logger;
   private fd = -1;
   /** Seq of the next append: past the last segment's end, and past any lost range there. */
   private nextSeq = 1;
@@ -80,14 +70,7 @@ export class SegmentLog {
   /** Segment removals, in order: each unlink is followed by a flush of the directory. */
   private housekeeping: Promise<void> = Promise.resolve();
   private readonly listeners = new Set<() => void>();
-  /**
-   * seq → payload of the latest durable appends, at most TAIL_CACHE_BYTES: the seqs from
-   * `tailFirst` up, with gaps where a payload was too large to keep. Evicted from `tailFirst` by
-   * key, never by iterating: a Map's iteration walks the holes its deletions leave.
-   */
-  private readonly tail = new Map<number, Buffer>();
-  private tailBytes = 0;
-  private tailFirst = 1;
+  private readonly tail = new SegmentTailCache(TAIL_CACHE_BYTES);
 
   private constructor(
     private readonly dir: string,
@@ -96,6 +79,7 @@ export class SegmentLog {
     this.fs = options.fs ?? nodeLogFileSystem;
     this.segmentBytes = options.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
     this.onFault = options.onFault ?? reportStorageFault;
+    this.logger = options.logger ?? componentLogger('segment-log');
   }
 
   /** Opens (creating) the log in `dir`; throws storage_corrupt when damage is found before the tail. */
@@ -139,9 +123,7 @@ export class SegmentLog {
 
   /** The first seq after `seq` that is not in a lost range. */
   nextAfter(seq: number): number {
-    let next = seq + 1;
-    for (const r of this.lost) if (next >= r.from && next <= r.to) next = r.to + 1;
-    return next;
+    return nextAfterLost(this.lost, seq);
   }
 
   /** Called after each durable group append. */
@@ -224,7 +206,7 @@ export class SegmentLog {
     seg.size += bytes;
     seg.lastSeq = seq;
     this.nextSeq = seq + 1;
-    this.remember(seqs, payloads);
+    this.tail.remember(seqs, payloads);
     return seqs;
   }
 
@@ -294,62 +276,14 @@ export class SegmentLog {
     return seg;
   }
 
-  private remember(seqs: readonly number[], payloads: readonly Buffer[]): void {
-    for (let i = 0; i < seqs.length; i++) {
-      const payload = payloads[i]!;
-      if (payload.length > TAIL_CACHE_BYTES / 4) continue;
-      this.tail.set(seqs[i]!, payload);
-      this.tailBytes += payload.length;
-    }
-    const last = seqs.at(-1) ?? 0;
-    while (this.tailBytes > TAIL_CACHE_BYTES && this.tailFirst <= last) this.forget(this.tailFirst++);
-  }
-
-  private forget(seq: number): void {
-    const cached = this.tail.get(seq);
-    if (cached === undefined) return;
-    this.tail.delete(seq);
-    this.tailBytes -= cached.length;
-  }
-
   private load(): void {
-    this.lost = readLostRanges(this.dir);
-    const files = listSegments(this.fs.readdirSync(this.dir));
-    files.forEach((f, i) => this.segments.push(this.loadSegment(path.join(this.dir, f.name), f.firstSeq, f.legacy, i === files.length - 1)));
-    for (let i = 1; i < this.segments.length; i++) {
-      const prev = this.segments[i - 1] as Segment;
-      const seg = this.segments[i] as Segment;
-      if (seg.firstSeq === prev.lastSeq + 1) continue;
-      if (seg.firstSeq > prev.lastSeq + 1 && this.nextAfter(prev.lastSeq) === seg.firstSeq) continue;
-      throw corrupt(
-        seg.file,
-        0,
-        seg.firstSeq <= prev.lastSeq ? `it starts at seq ${seg.firstSeq}, inside ${prev.file}` : `seqs ${prev.lastSeq + 1}..${seg.firstSeq - 1} are missing before it`,
-      );
-    }
+    const { segments, lost } = loadSegments(this.fs, this.dir, this.logger);
+    this.lost = lost;
+    this.segments.push(...segments);
     this.nextSeq = this.nextAfter(this.lastSeq);
-    this.tailFirst = this.nextSeq;
+    this.tail.startAt(this.nextSeq);
     const last = this.segments.at(-1);
     if (last !== undefined && !last.legacy) this.fd = this.fs.openSync(last.file);
-  }
-
-  private loadSegment(file: string, firstSeq: number, legacy: boolean, isLast: boolean): Segment {
-    const fd = this.fs.openSync(file);
-    try {
-      const scan = scanSegment(this.fs, fd, firstSeq, legacy);
-      if (scan.fault !== null) {
-        const where = `${scan.fault.reason === 'incomplete' ? 'an incomplete frame' : scan.fault.reason === 'checksum' ? 'a frame whose checksum does not match' : 'a frame out of sequence'}`;
-        if (!isLast) throw corrupt(file, scan.fault.offset, `${where}, in a segment that is not the last`);
-        if (scan.laterGroup !== null) throw corrupt(file, scan.fault.offset, `${where}, followed by messages appended after it (seq ${scan.laterGroup.seq} at byte ${scan.laterGroup.offset})`);
-        // A group a crash interrupted: never acknowledged, cut off.
-        this.logger.warn({ file, offset: scan.fault.offset, bytes: scan.fileSize - scan.size }, 'cutting off the torn tail of the log');
-        this.fs.ftruncateSync(fd, scan.size);
-        this.fs.fdatasyncSync(fd);
-      }
-      return { firstSeq, file, legacy, lastSeq: scan.lastSeq, size: scan.size, offsets: scan.offsets };
-    } finally {
-      this.fs.closeSync(fd);
-    }
   }
 
   /** Reads up to maxEntries messages starting at seq `from`; stops at the durable end. */
@@ -418,10 +352,7 @@ export class SegmentLog {
         return;
       }
       this.segments.shift();
-      if (this.tailFirst <= seg.lastSeq) {
-        for (let q = this.tailFirst; q <= seg.lastSeq; q++) this.forget(q);
-        this.tailFirst = seg.lastSeq + 1;
-      }
+      this.tail.dropThrough(seg.lastSeq);
       this.housekeeping = this.housekeeping.then(() =>
         this.fs.fsyncDir(this.dir).catch((err: unknown) => {
           this.fail(`flushing the directory after removing ${seg.file} failed`, err);
@@ -436,28 +367,6 @@ export class SegmentLog {
     await this.housekeeping;
     if (this.fd >= 0) this.fs.closeSync(this.fd);
     this.fd = -1;
-  }
-}
-
-function corrupt(file: string, offset: number, what: string): DrisError {
-  return new DrisError(
-    'storage_corrupt',
-    `${file} is damaged at byte ${offset}: ${what}. Nothing was changed. Inspect it with \`dris queue check\`; \`dris queue repair\` (service stopped) keeps the intact messages, moves the damaged bytes aside and records the lost seqs`,
-  );
-}
-
-function readLostRanges(dir: string): LostRange[] {
-  let text: string;
-  try {
-    text = readFileSync(path.join(dir, LOST_RANGES_FILE), 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
-  }
-  try {
-    return parseLostRanges(text);
-  } catch (err) {
-    throw new DrisError('storage_corrupt', `${path.join(dir, LOST_RANGES_FILE)} cannot be read; run \`dris queue check\``, { cause: err });
   }
 }
 

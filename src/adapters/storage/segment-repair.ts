@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { writeFileDurably } from '../storage/durable-file.js';
-import { FILE_MODE, nodeLogFileSystem } from '../storage/log-file-system.js';
+import { writeFileDurably } from './durable-file.js';
+import { FILE_MODE, nodeLogFileSystem } from './log-file-system.js';
 import { HEADER, listSegments, LOST_RANGES_FILE, parseLostRanges, scanSegment, type LostRange, type SegmentScan } from './segment-format.js';
 
 /**

@@ -3,7 +3,7 @@ import { rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DrisError } from '../../errors/dris-error.js';
 import { componentLogger, type Logger } from '../../util/logger.js';
-import { SegmentLog } from '../queue/segment-log.js';
+import { SegmentLog } from '../storage/segment-log.js';
 import { syncFileSystems } from './file-system-sync.js';
 import { GroupCommit, type GroupCommitOptions } from './group-commit.js';
 import type { SqlRunner } from './sql-runner.js';
@@ -114,13 +114,13 @@ export class AppendJournal {
 
   private constructor(dir: string, runner: SqlRunner, options: AppendJournalOptions) {
     this.#dir = dir;
-    this.#log = SegmentLog.open(dir);
+    this.#logger = options.logger ?? componentLogger('index-journal');
+    this.#log = SegmentLog.open(dir, { logger: this.#logger.child({ component: 'segment-log' }) });
     this.#runner = runner;
     this.#copyDelayMs = options.copyDelayMs ?? 250;
     this.#copyEntries = options.copyEntries ?? 20_000;
     this.#maxBacklog = options.maxBacklog ?? 500_000;
     this.#retryMs = options.retryMs ?? 1000;
-    this.#logger = options.logger ?? componentLogger('index-journal');
     this.#copied = Math.max(readCopied(dir), this.#log.firstSeq - 1);
     this.#durable = this.#copied;
     this.#tableDirs = options.tableDirs ?? null;

@@ -1,8 +1,10 @@
 /**
- * What the hot index needs from a ClickHouse engine, and nothing more: the embedded engine (chDB)
- * and a server (@clickhouse/client) each implement it in a few lines, and all index logic lives
- * above it, in ClickHouseRecordIndex. Implementations translate their vendor's errors into
- * DrisError ('dependency_unavailable' | 'timeout' | 'internal_error') before they leave.
+ * What the ClickHouse storage needs from an engine, and nothing more: the embedded engine (chDB,
+ * chdb-runner.ts) and a server (@clickhouse/client, http-runner.ts) each implement it in a few
+ * lines, and all storage logic lives above it, in ClickHouseDatabase and the stores. The engine
+ * is chosen by which runner the database is given. Implementations translate their vendor's
+ * errors into DrisError ('dependency_unavailable' | 'timeout' | 'internal_error') before they
+ * leave.
  */
 
 /** Values of `{name:Type}` placeholders. Int64 values may be numbers below 2^53. */

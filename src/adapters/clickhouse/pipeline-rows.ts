@@ -1,21 +1,19 @@
 import type { Batch, BatchRef, BatchStatus, Snapshot, SnapshotStatus } from '../../domain/pipeline/types.js';
+import type { BatchAnchor } from '../../domain/verification/ports.js';
+import { n, nn, type Int64Out } from './values.js';
 
 /**
  * Rows of the pipeline tables (batches, snapshots) as read back, and their conversion to the
- * domain's types; and the version their writes carry (see sql.ts, "Leader epochs").
+ * domain's types; and the version their writes carry (see migrations/pipeline.ts, "Leader epochs").
  */
 
-export type Int64Out = number | string;
-
-export interface BatchRow {
+/** A batch row without its leaves, ingest ids and tenants, which are most of its bytes. */
+export interface BatchAnchorRow {
   batch_id: string;
   created_at_ms: Int64Out;
   status: string;
   tree_size: number;
   merkle_root: string;
-  leaves: string[];
-  ingest_ids: string[];
-  tenants: string[];
   batch_seq: Int64Out | null;
   manifest_cid: string | null;
   prev_batch_id: string | null;
@@ -28,6 +26,12 @@ export interface BatchRow {
   anchored_at_ms: Int64Out | null;
   attempts: number;
   last_error: string | null;
+}
+
+export interface BatchRow extends BatchAnchorRow {
+  leaves: string[];
+  ingest_ids: string[];
+  tenants: string[];
 }
 
 export interface SnapshotRow {
@@ -46,26 +50,28 @@ export interface SnapshotRow {
   created_at_ms: Int64Out;
 }
 
-export const n = (v: Int64Out): number => Number(v);
-export const nn = (v: Int64Out | null): number | null => (v === null ? null : Number(v));
-
 export const BATCH_COLUMNS = `batch_id, toUnixTimestamp64Milli(created_at) AS created_at_ms, status, tree_size, merkle_root, leaves, ingest_ids,
   tenants, batch_seq, manifest_cid, prev_batch_id, prev_merkle_root, prev_cid, chain_id, contract_address, tx_hash,
   block_number, toUnixTimestamp64Milli(anchored_at) AS anchored_at_ms, attempts, last_error`;
+export const BATCH_ANCHOR_COLUMNS = `batch_id, toUnixTimestamp64Milli(created_at) AS created_at_ms, status, tree_size, merkle_root, batch_seq,
+  manifest_cid, prev_batch_id, prev_merkle_root, prev_cid, chain_id, contract_address, tx_hash, block_number,
+  toUnixTimestamp64Milli(anchored_at) AS anchored_at_ms, attempts, last_error`;
 export const SNAPSHOT_COLUMNS = `snapshot_id, tenant_id, batch_id, status, record_ids, ingest_ids, record_count, snapshot_hash, merkle_root,
   toUnixTimestamp64Milli(anchor_timestamp) AS anchor_timestamp_ms, on_chain_confirmed, chain_tx_hash,
   toUnixTimestamp64Milli(created_at) AS created_at_ms`;
 
 export function toBatch(r: BatchRow): Batch {
+  const { batchId, createdAtMs, status, treeSize, merkleRoot, ...rest } = toBatchAnchor(r);
+  return { batchId, createdAtMs, status, treeSize, merkleRoot, leaves: r.leaves, ingestIds: r.ingest_ids, tenants: r.tenants, ...rest };
+}
+
+export function toBatchAnchor(r: BatchAnchorRow): BatchAnchor {
   return {
     batchId: r.batch_id,
     createdAtMs: n(r.created_at_ms),
     status: r.status as BatchStatus,
     treeSize: Number(r.tree_size),
     merkleRoot: r.merkle_root,
-    leaves: r.leaves,
-    ingestIds: r.ingest_ids,
-    tenants: r.tenants,
     batchSeq: nn(r.batch_seq),
     manifestCid: r.manifest_cid,
     previous: r.prev_batch_id === null || r.prev_merkle_root === null || r.prev_cid === null ? null : { batchId: r.prev_batch_id, merkleRoot: r.prev_merkle_root, cid: r.prev_cid },

@@ -1,5 +1,5 @@
 import { crc32 } from 'node:zlib';
-import type { LogFileSystem } from '../storage/log-file-system.js';
+import type { LogFileSystem } from './log-file-system.js';
 
 /**
  * The on-disk format of the segment log, and the scan that reads it back: shared by the log (at

@@ -2,11 +2,12 @@ import { DrisError } from '../../errors/dris-error.js';
 import type { FormedBatch } from '../../domain/pipeline/batch-formation.js';
 import type { PipelineStore, RecordTrace, SnapshotQuery } from '../../domain/pipeline/ports.js';
 import type { Batch, BatchRef, BatchStatus, LifecycleEntry, Snapshot } from '../../domain/pipeline/types.js';
-import { dateTime64Text, encodeCursor, decodeCursor } from './clickhouse-record-index.js';
-import { BATCH_COLUMNS, epochOfVersion, epochVersion, n, nextMicros, REF_COLUMNS, SNAPSHOT_COLUMNS, toBatch, toRef, toSnapshot, type BatchRow, type Int64Out, type RefRow, type SnapshotRow } from './pipeline-rows.js';
-import { lookupRowsOf, readLookup } from './record-lookup.js';
-import { databaseIdentifier, MAX_PAGE_LIMIT } from './sql.js';
+import type { ClickHouseDatabase } from './database.js';
+import { lookupRowsOf, readLookup } from './evidence-rows.js';
+import { BATCH_COLUMNS, epochOfVersion, epochVersion, nextMicros, REF_COLUMNS, SNAPSHOT_COLUMNS, toBatch, toRef, toSnapshot, type BatchRow, type RefRow, type SnapshotRow } from './pipeline-rows.js';
+import { MAX_PAGE_LIMIT } from './schema.js';
 import type { SqlRunner } from './sql-runner.js';
+import { Conditions, dateTime64Text, decodeCursor, encodeCursor, n, type Int64Out } from './values.js';
 
 /**
  * The pipeline's state in ClickHouse, on the same engine as the hot index. Rows are replaced
@@ -28,28 +29,28 @@ import type { SqlRunner } from './sql-runner.js';
 const BATCHED_AFTER_ACCEPTED_MARGIN_MS = 3_600_000;
 
 export class ClickHousePipelineStore implements PipelineStore {
+  readonly #database: ClickHouseDatabase;
   readonly #db: string;
+  readonly #runner: SqlRunner;
   /** The leadership epoch of every write; null: the highest stored. */
   readonly #epoch: number | null;
 
-  constructor(
-    private readonly runner: SqlRunner,
-    database: string,
-    epoch: number | null = null,
-  ) {
-    this.#db = databaseIdentifier(database);
+  constructor(database: ClickHouseDatabase, epoch: number | null = null) {
+    this.#database = database;
+    this.#db = database.name;
+    this.#runner = database.runner;
     if (epoch !== null && (!Number.isSafeInteger(epoch) || epoch < 0)) throw new DrisError('internal_error', 'a leadership epoch is a non-negative integer');
     this.#epoch = epoch;
   }
 
   fenced(epoch: number): ClickHousePipelineStore {
-    return new ClickHousePipelineStore(this.runner, this.#db, epoch);
+    return new ClickHousePipelineStore(this.#database, epoch);
   }
 
   async highestEpoch(): Promise<number> {
     // The highest version of each table is the highest epoch's latest write; lifecycle entries
     // are written beside snapshot rows of the same epoch.
-    const rows = await this.runner.query<{ b: Int64Out | null; s: Int64Out | null }>(
+    const rows = await this.#runner.query<{ b: Int64Out | null; s: Int64Out | null }>(
       `SELECT toString((SELECT max(version) FROM ${this.#db}.batches)) AS b, toString((SELECT max(version) FROM ${this.#db}.snapshots)) AS s`,
     );
     const r = rows[0];
@@ -143,19 +144,19 @@ export class ClickHousePipelineStore implements PipelineStore {
     );
     // One insert per table for all the batches; the batch rows, written last, are the commit marker.
     await Promise.all([
-      this.runner.insertJsonEachRow(`${this.#db}.record_leaves`, leaves),
-      this.runner.insertJsonEachRow(`${this.#db}.record_evidence`, formed.flatMap((f) => lookupRowsOf(f.records, f.assignments, version))),
-      this.runner.insertJsonEachRow(`${this.#db}.snapshots`, formed.flatMap((f) => f.snapshots.map((s) => this.#snapshotRow(s, epoch)))),
-      this.runner.insertJsonEachRow(`${this.#db}.snapshot_lifecycle`, this.#lifecycleRows(formed.flatMap((f) => f.lifecycle), epoch)),
+      this.#runner.insertJsonEachRow(`${this.#db}.record_leaves`, leaves),
+      this.#runner.insertJsonEachRow(`${this.#db}.record_evidence`, formed.flatMap((f) => lookupRowsOf(f.records, f.assignments, version))),
+      this.#runner.insertJsonEachRow(`${this.#db}.snapshots`, formed.flatMap((f) => f.snapshots.map((s) => this.#snapshotRow(s, epoch)))),
+      this.#runner.insertJsonEachRow(`${this.#db}.snapshot_lifecycle`, this.#lifecycleRows(formed.flatMap((f) => f.lifecycle), epoch)),
     ]);
-    await this.runner.insertJsonEachRow(`${this.#db}.batches`, formed.map((f) => this.#batchRow(f.batch, epoch)));
+    await this.#runner.insertJsonEachRow(`${this.#db}.batches`, formed.map((f) => this.#batchRow(f.batch, epoch)));
   }
 
   async batchedIngestIds(ingestIds: readonly string[], acceptedSinceMs: number): Promise<Set<string>> {
     if (ingestIds.length === 0) return new Set();
     // Any version of a batch row lists its ingest ids (they never change), so no FINAL; and a batch
     // is formed after its records were accepted, so older batches are not read past created_at.
-    const rows = await this.runner.query<{ id: string }>(
+    const rows = await this.#runner.query<{ id: string }>(
       `SELECT DISTINCT id FROM
        (
            SELECT arrayJoin(ingest_ids) AS id FROM ${this.#db}.batches
@@ -169,7 +170,7 @@ export class ClickHousePipelineStore implements PipelineStore {
   }
 
   async batchesByStatus(status: BatchStatus, limit: number): Promise<Batch[]> {
-    const rows = await this.runner.query<BatchRow>(
+    const rows = await this.#runner.query<BatchRow>(
       `SELECT ${BATCH_COLUMNS} FROM ${this.#db}.batches FINAL
        WHERE batch_id IN (SELECT batch_id FROM ${this.#db}.batches FINAL WHERE status = {status:String} ORDER BY created_at, batch_id LIMIT {limit:UInt32})
          AND status = {status:String}
@@ -180,7 +181,7 @@ export class ClickHousePipelineStore implements PipelineStore {
   }
 
   async latestAnchoredBatch(): Promise<Batch | null> {
-    const rows = await this.runner.query<BatchRow>(
+    const rows = await this.#runner.query<BatchRow>(
       `SELECT ${BATCH_COLUMNS} FROM ${this.#db}.batches FINAL
        WHERE batch_id IN (SELECT batch_id FROM ${this.#db}.batches FINAL WHERE status = 'Anchored' ORDER BY batch_seq DESC LIMIT 1)
          AND status = 'Anchored'`,
@@ -190,7 +191,7 @@ export class ClickHousePipelineStore implements PipelineStore {
 
   async anchoredBelow(beforeSeq: number | null, limit: number): Promise<BatchRef[]> {
     const below = beforeSeq === null ? '' : 'AND batch_seq < {before:UInt64}';
-    const rows = await this.runner.query<RefRow>(
+    const rows = await this.#runner.query<RefRow>(
       `SELECT ${REF_COLUMNS} FROM ${this.#db}.batches FINAL
        WHERE status = 'Anchored' ${below}
        ORDER BY batch_seq DESC, batch_id LIMIT {limit:UInt32}`,
@@ -204,7 +205,7 @@ export class ClickHousePipelineStore implements PipelineStore {
       olderThan === undefined
         ? ''
         : `AND (created_at < fromUnixTimestamp64Milli({olderMs:Int64}, 'UTC') OR (created_at = fromUnixTimestamp64Milli({olderMs:Int64}, 'UTC') AND batch_id < {olderId:String}))`;
-    const rows = await this.runner.query<RefRow>(
+    const rows = await this.#runner.query<RefRow>(
       `SELECT ${REF_COLUMNS} FROM ${this.#db}.batches FINAL
        WHERE status = {status:String} ${older}
        ORDER BY created_at DESC, batch_id DESC LIMIT {limit:UInt32}`,
@@ -214,7 +215,7 @@ export class ClickHousePipelineStore implements PipelineStore {
   }
 
   async anchoredCountThrough(batchSeq: number): Promise<number> {
-    const rows = await this.runner.query<{ c: Int64Out }>(
+    const rows = await this.#runner.query<{ c: Int64Out }>(
       `SELECT count() AS c FROM ${this.#db}.batches FINAL WHERE status = 'Anchored' AND batch_seq <= {seq:UInt64}`,
       { seq: Math.max(0, Math.trunc(batchSeq)) },
     );
@@ -222,7 +223,7 @@ export class ClickHousePipelineStore implements PipelineStore {
   }
 
   async getBatch(batchId: string): Promise<Batch | null> {
-    const rows = await this.runner.query<BatchRow>(`SELECT ${BATCH_COLUMNS} FROM ${this.#db}.batches FINAL WHERE batch_id = {batchId:String}`, { batchId });
+    const rows = await this.#runner.query<BatchRow>(`SELECT ${BATCH_COLUMNS} FROM ${this.#db}.batches FINAL WHERE batch_id = {batchId:String}`, { batchId });
     return rows[0] === undefined ? null : toBatch(rows[0]);
   }
 
@@ -233,12 +234,12 @@ export class ClickHousePipelineStore implements PipelineStore {
   async putBatches(batches: readonly Batch[]): Promise<void> {
     if (batches.length === 0) return;
     const epoch = await this.#writeEpoch();
-    await this.runner.insertJsonEachRow(`${this.#db}.batches`, batches.map((b) => this.#batchRow(b, epoch)));
+    await this.#runner.insertJsonEachRow(`${this.#db}.batches`, batches.map((b) => this.#batchRow(b, epoch)));
   }
 
   async snapshotsOfBatch(batchId: string): Promise<Snapshot[]> {
     // A snapshot never changes batch, so every version of its row passes the batch_id skip index.
-    const rows = await this.runner.query<SnapshotRow>(
+    const rows = await this.#runner.query<SnapshotRow>(
       `SELECT ${SNAPSHOT_COLUMNS} FROM ${this.#db}.snapshots FINAL WHERE batch_id = {batchId:String} ORDER BY tenant_id
        SETTINGS use_skip_indexes_if_final = 1`,
       { batchId },
@@ -250,13 +251,13 @@ export class ClickHousePipelineStore implements PipelineStore {
     if (snapshots.length === 0 && lifecycle.length === 0) return;
     const epoch = await this.#writeEpoch();
     await Promise.all([
-      this.runner.insertJsonEachRow(`${this.#db}.snapshots`, snapshots.map((s) => this.#snapshotRow(s, epoch))),
-      this.runner.insertJsonEachRow(`${this.#db}.snapshot_lifecycle`, this.#lifecycleRows(lifecycle, epoch)),
+      this.#runner.insertJsonEachRow(`${this.#db}.snapshots`, snapshots.map((s) => this.#snapshotRow(s, epoch))),
+      this.#runner.insertJsonEachRow(`${this.#db}.snapshot_lifecycle`, this.#lifecycleRows(lifecycle, epoch)),
     ]);
   }
 
   async getSnapshot(tenantId: string, snapshotId: string): Promise<Snapshot | null> {
-    const rows = await this.runner.query<SnapshotRow>(
+    const rows = await this.#runner.query<SnapshotRow>(
       `SELECT ${SNAPSHOT_COLUMNS} FROM ${this.#db}.snapshots FINAL WHERE tenant_id = {tenantId:String} AND snapshot_id = {snapshotId:String}`,
       { tenantId, snapshotId },
     );
@@ -265,16 +266,9 @@ export class ClickHousePipelineStore implements PipelineStore {
 
   async listSnapshots(q: SnapshotQuery): Promise<{ items: Snapshot[]; nextCursor: string | null }> {
     const limit = Math.min(Math.max(1, Math.trunc(q.limit)), MAX_PAGE_LIMIT);
-    const where = ['tenant_id = {tenantId:String}'];
-    const params: Record<string, string | number> = { tenantId: q.tenantId, limit: limit + 1 };
-    if (q.recordId !== undefined) {
-      where.push('has(record_ids, {recordId:String})');
-      params['recordId'] = q.recordId;
-    }
-    if (q.status !== undefined) {
-      where.push('status = {status:String}');
-      params['status'] = q.status;
-    }
+    const c = new Conditions(['tenant_id = {tenantId:String}'], { tenantId: q.tenantId, limit: limit + 1 })
+      .add('has(record_ids, {recordId:String})', 'recordId', q.recordId)
+      .add('status = {status:String}', 'status', q.status);
     if (q.cursor !== undefined) {
       let after: [number, string];
       try {
@@ -282,19 +276,18 @@ export class ClickHousePipelineStore implements PipelineStore {
       } catch {
         throw new DrisError('validation_failed', 'invalid cursor', { fields: [{ path: 'cursor', code: 'invalid_format', message: 'is not a cursor of this listing' }] });
       }
-      where.push(`(created_at > fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC') OR (created_at = fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC') AND snapshot_id > {afterId:String}))`);
-      params['afterMs'] = after[0];
-      params['afterId'] = after[1];
+      c.add(`(created_at > fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC') OR (created_at = fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC') AND snapshot_id > {afterId:String}))`, 'afterMs', after[0]);
+      c.params['afterId'] = after[1];
     }
     // The page's ids first, on the narrow columns: FINAL would otherwise read the record and
     // ingest id arrays of every snapshot of the tenant for one page.
-    const filter = where.join(' AND ');
-    const rows = await this.runner.query<SnapshotRow>(
+    const filter = c.text();
+    const rows = await this.#runner.query<SnapshotRow>(
       `SELECT ${SNAPSHOT_COLUMNS} FROM ${this.#db}.snapshots FINAL
        WHERE snapshot_id IN (SELECT snapshot_id FROM ${this.#db}.snapshots FINAL WHERE ${filter} ORDER BY created_at, snapshot_id LIMIT {limit:UInt32})
          AND ${filter}
        ORDER BY created_at, snapshot_id LIMIT {limit:UInt32}`,
-      params,
+      c.params,
     );
     const items = rows.slice(0, limit).map(toSnapshot);
     const last = items.at(-1);
@@ -302,7 +295,7 @@ export class ClickHousePipelineStore implements PipelineStore {
   }
 
   async lifecycleOf(tenantId: string, snapshotId: string): Promise<LifecycleEntry[]> {
-    const rows = await this.runner.query<{ state: string; at_ms: Int64Out; reason: string; attempt: number; epoch: Int64Out }>(
+    const rows = await this.#runner.query<{ state: string; at_ms: Int64Out; reason: string; attempt: number; epoch: Int64Out }>(
       `SELECT state, toUnixTimestamp64Milli(at) AS at_ms, reason, attempt, epoch FROM ${this.#db}.snapshot_lifecycle
        WHERE tenant_id = {tenantId:String} AND snapshot_id = {snapshotId:String}
        ORDER BY at, entry_id LIMIT 1 BY entry_id`,
@@ -322,21 +315,14 @@ export class ClickHousePipelineStore implements PipelineStore {
   }
 
   async traceRecord(tenantId: string, q: { collection: string; recordId: string; database?: string; recordVersion?: string }): Promise<RecordTrace[]> {
-    const where = ['tenant_id = {tenantId:String}', 'collection = {collection:String}', 'record_id = {recordId:String}'];
-    const params: Record<string, string> = { tenantId, collection: q.collection, recordId: q.recordId };
-    if (q.database !== undefined) {
-      where.push('database = {database:String}');
-      params['database'] = q.database;
-    }
-    if (q.recordVersion !== undefined) {
-      where.push('record_version = {recordVersion:String}');
-      params['recordVersion'] = q.recordVersion;
-    }
-    const rows = await readLookup(this.runner, this.#db, where.join(' AND '), params, '1000');
+    const c = new Conditions(['tenant_id = {tenantId:String}', 'collection = {collection:String}', 'record_id = {recordId:String}'], { tenantId, collection: q.collection, recordId: q.recordId })
+      .add('database = {database:String}', 'database', q.database)
+      .add('record_version = {recordVersion:String}', 'recordVersion', q.recordVersion);
+    const rows = await readLookup(this.#database, c.text(), c.params, '1000');
     if (rows.length === 0) return [];
     // When each was indexed, from its record row, read by the records table's key. A record whose
     // leaf is stored but whose row the indexer has not written yet is not listed.
-    const indexed = await this.runner.query<{ ingest_id: string; indexed_at_ms: Int64Out }>(
+    const indexed = await this.#runner.query<{ ingest_id: string; indexed_at_ms: Int64Out }>(
       `SELECT ingest_id, toUnixTimestamp64Milli(min(indexed_at)) AS indexed_at_ms FROM ${this.#db}.records
        WHERE tenant_id = {tenantId:String} AND accepted_at IN {ats:Array(DateTime64(3, 'UTC'))} AND ingest_id IN {ids:Array(String)}
        GROUP BY ingest_id`,

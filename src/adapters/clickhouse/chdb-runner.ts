@@ -1,31 +1,20 @@
 import { mkdirSync } from 'node:fs';
 import { drainPending, Session } from 'chdb';
 import { DrisError, type DrisErrorCode } from '../../errors/dris-error.js';
-import { ClickHouseRecordIndex, type ClickHouseRecordIndexOptions } from './clickhouse-record-index.js';
 import type { ExecOptions, SqlParams, SqlRunner } from './sql-runner.js';
 
 /**
- * Embedded hot index: ClickHouse in-process through chDB, persisted in a directory. Only the
+ * The embedded engine: ClickHouse in-process through chDB, persisted in a directory. Only the
  * asynchronous chDB calls are used; the synchronous ones block the event loop for the whole query.
  *
  * chDB binds one data directory per process: every component that wants the embedded engine
- * must share this index's directory (a second Session on the same path shares the engine). And
+ * must share this runner's directory (a second Session on the same path shares the engine). And
  * one process per directory: another process cannot open it while this one holds it (the engine
  * locks `<path>/status`), so tools such as the key CLI must go through the running service.
  */
 
-export interface ChdbIndexOptions extends ClickHouseRecordIndexOptions {
-  /** Data directory, e.g. `${DRIS_DATA_DIR}/clickhouse`; created when missing. */
-  readonly path: string;
-  /** A query or insert still running after this long is reported as 'timeout'. Default 30 s. */
-  readonly queryTimeoutMs?: number;
-}
-
-export class ChdbIndex extends ClickHouseRecordIndex {
-  constructor(options: ChdbIndexOptions) {
-    super(new ChdbSqlRunner(options.path, options.queryTimeoutMs ?? 30_000), { ...options, journalTableDir: options.path });
-  }
-}
+/** A query or insert still running after this long is reported as 'timeout', unless told otherwise. */
+const DEFAULT_CHDB_TIMEOUT_MS = 30_000;
 
 /** The chDB error codes that mean the engine is unusable rather than the statement wrong. */
 const UNAVAILABLE = new Set(['CHDB_CONNECTION', 'CHDB_CLOSED', 'CHDB_PLATFORM_UNSUPPORTED', 'CHDB_BINARY_VERSION_MISMATCH']);
@@ -57,7 +46,7 @@ export class ChdbSqlRunner implements SqlRunner {
   readonly #timeoutMs: number;
   #closed = false;
 
-  constructor(path: string, timeoutMs: number) {
+  constructor(path: string, timeoutMs = DEFAULT_CHDB_TIMEOUT_MS) {
     this.#timeoutMs = timeoutMs;
     try {
       mkdirSync(path, { recursive: true });
