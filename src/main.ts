@@ -41,6 +41,7 @@ import { buildOpenApi } from './http/openapi.js';
 import { swaggerAssets } from './http/swagger.js';
 import { UwsHttpServer, uwsIsNative } from './http/uws-server.js';
 import { componentLogger } from './util/logger.js';
+import { openEventSeam } from './app/pipeline-stats.js';
 
 /** The one place where adapters are chosen from configuration and wired to the application. */
 
@@ -251,6 +252,9 @@ export async function startService(cfg: Config): Promise<RunningService> {
     }
     closers.length = 0;
   };
+  // Domain events (src/app/events.ts): created once, given to every use case.
+  const { events, stats } = openEventSeam(componentLogger('events'));
+  closers.push(() => events.close());
   let markFailed: (err: DrisError) => void = () => undefined;
   const failed = new Promise<DrisError>((resolve) => {
     markFailed = resolve;
@@ -305,7 +309,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
 
     let indexer: Indexer | null = null;
     if (cfg.roles.includes('indexer')) {
-      indexer = new Indexer(queue, index, { ...DEFAULT_INDEXER_OPTIONS, maxDeliveries: cfg.maxDeliveries }, index);
+      indexer = new Indexer(queue, index, { ...DEFAULT_INDEXER_OPTIONS, maxDeliveries: cfg.maxDeliveries }, index, { events });
       indexer.start();
       const running = indexer;
       closers.push(() => running.stop());
@@ -326,7 +330,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
         maxDelayMs: cfg.anchorRetry.maxDelayMs,
         idleMs: 1000,
         reconcileIntervalMs: cfg.anchorReconcileIntervalMs,
-      });
+      }, { events });
       anchorer = active;
       // One per term: its writes go through the term's fenced store.
       let accumulator: Accumulator | null = null;
@@ -349,7 +353,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
             // Embedded, the data directory's lock rules out another leader: nothing to wait out.
             const fenced = await fenceTerm(store, term, cfg.redis === undefined ? 0 : cfg.leaderLeaseMs);
             await active.start(fenced.epoch, fenced.store);
-            const formed = new Accumulator(queue, fenced.store, hashing.backend, { consumer: ACCUMULATOR_CONSUMER, maxRecords: cfg.batchMaxRecords, maxWaitMs: cfg.batchMaxWaitMs, retryMs: 1000 }, (f) => active.enqueue(f));
+            const formed = new Accumulator(queue, fenced.store, hashing.backend, { consumer: ACCUMULATOR_CONSUMER, maxRecords: cfg.batchMaxRecords, maxWaitMs: cfg.batchMaxWaitMs, retryMs: 1000 }, { events });
             accumulator = formed;
             formed.start();
           },
@@ -360,6 +364,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
           },
         },
         { retryMs: Math.max(100, Math.floor(cfg.leaderLeaseMs / 5)) },
+        { events },
       );
       await leader.start();
       closers.push(() => leader.stop());
@@ -380,7 +385,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
       if (admin.file !== null) log.info({ file: admin.file }, 'key administration token file');
 
       const authenticator = new Authenticator(index, { refreshMs: cfg.keyRefreshMs });
-      const ingest = new IngestService({ hasher, queue, idempotency: admission, idempotencyTtlMs: cfg.idempotencyTtlMs, idempotencyLeaseMs: cfg.idempotencyLeaseMs });
+      const ingest = new IngestService({ hasher, queue, idempotency: admission, idempotencyTtlMs: cfg.idempotencyTtlMs, idempotencyLeaseMs: cfg.idempotencyLeaseMs, events });
       // Before the first request: a key whose record was stored just before a crash gets its answer.
       await recoverIdempotencyAnswers(queue, admission, cfg.idempotencyTtlMs);
       const health = new HealthMonitor({
@@ -396,6 +401,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
         ...(chainInfo === undefined ? {} : { chain: chainFacts(chainInfo, cfg.chain.publicRpcUrl) }),
         probes,
         timeoutMs: 2000,
+        pipeline: () => stats.read(),
       });
       const evidence = new ClickHouseEvidenceStore(index.runner, index.database, { history: index.appendSink('verifications', DEFAULT_HISTORY_WRITES) });
       closers.push(() => evidence.close());
@@ -408,7 +414,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
       let boundPort: number | null = null;
       const embeddedGateway = (pipeline?.gateway.length ?? 0) > 0;
       const verifier = new Verifier(
-        { hashing: hashing.backend, evidence, store, chain: reader, pinner: verifierPinner, history: evidence },
+        { hashing: hashing.backend, evidence, store, chain: reader, pinner: verifierPinner, history: evidence, events },
         {
           chainCacheMs: cfg.verifyChainCacheMs,
           ipfsTimeoutMs: cfg.ipfsTimeoutMs,
