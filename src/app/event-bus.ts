@@ -236,7 +236,6 @@ export class EventBus implements EventPublisher, EventSource {
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<false>((resolve) => {
       timer = setTimeout(() => resolve(false), timeoutMs);
-      timer.unref();
     });
     try {
       // A handler may publish to another subscriber: settle until a pass finds every queue empty.

@@ -192,7 +192,7 @@ export class OrderedChain implements Chain {
     this.last = r.batchSeq;
     this.roots.set(r.merkleRoot, r.batchSeq);
     this.events.set(r.merkleRoot, { txHash: `0x${String(r.batchSeq).padStart(64, '0')}`, blockNumber: r.batchSeq, batchSeq: r.batchSeq, manifestCid: r.manifestCid });
-    return { txHash: `0x${String(r.batchSeq).padStart(64, '0')}`, blockNumber: r.batchSeq, blockTimestamp: 1_700_000_000 + r.batchSeq, chainId: 31337, contractAddress: this.info().contractAddress };
+    return { txHash: `0x${String(r.batchSeq).padStart(64, '0')}`, blockNumber: r.batchSeq, blockTimestamp: 1_700_000_000 + r.batchSeq, chainId: 31337, contractAddress: this.info().contractAddress, gasUsed: 60_000 + r.batchSeq, feeWei: String(1_000_000 * r.batchSeq) };
   }
   anchorOf(merkleRoot: string): Promise<OnChainAnchor | null> {
     this.anchorOfCalls += 1;
