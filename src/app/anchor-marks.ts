@@ -2,7 +2,8 @@ import type { ChainInfo, PipelineStore } from '../domain/pipeline/ports.js';
 import type { Batch, LifecycleEntry, Snapshot } from '../domain/pipeline/types.js';
 import type { Logger } from '../util/logger.js';
 import { REQUEUED_REASON } from './anchor-transitions.js';
-import { NO_EVENTS, type EventPublisher, type SnapshotRef } from './events.js';
+import { ingestIdTimeMs } from '../domain/records/ids.js';
+import { NO_EVENTS, type EventPublisher } from './events.js';
 
 /**
  * Recording batches as Anchored runs behind the anchoring loop, several batches per write: their
@@ -32,11 +33,22 @@ export interface AnchorCost {
   readonly feeWei: string | null;
 }
 
+/** When the first record of these snapshots was accepted (each lists its ingest ids in order). */
+function firstAcceptedAtMs(snapshots: readonly Snapshot[], fallback: number): number {
+  let first = Number.POSITIVE_INFINITY;
+  for (const s of snapshots) {
+    const id = s.ingestIds[0];
+    const at = id === undefined ? Number.NaN : ingestIdTimeMs(id);
+    if (at < first) first = at;
+  }
+  return Number.isFinite(first) ? first : fallback;
+}
+
 /** Publishes a batch recorded Anchored (`batch` as written) and the move of its snapshots. */
 export function publishAnchored(
   events: EventPublisher,
   batch: Batch,
-  snapshots: readonly SnapshotRef[],
+  snapshots: readonly Snapshot[],
   how: { readonly epoch: number; readonly adopted: boolean; readonly reason: string; readonly cost?: AnchorCost | undefined },
 ): void {
   if (batch.batchSeq === null) return;
@@ -50,6 +62,7 @@ export function publishAnchored(
     records: batch.treeSize,
     snapshots: snapshots.length,
     createdAtMs: batch.createdAtMs,
+    firstAcceptedAtMs: firstAcceptedAtMs(snapshots, batch.createdAtMs),
     anchoredAtMs: batch.anchoredAtMs ?? 0,
     epoch: how.epoch,
     adopted: how.adopted,

@@ -92,8 +92,10 @@ export interface BatchAnchored {
   readonly blockNumber: number | null;
   readonly records: number;
   readonly snapshots: number;
-  /** When the batch was formed (its records waited at most the batch time before). */
+  /** When the batch was formed. */
   readonly createdAtMs: number;
+  /** When its first record was accepted (202): anchoredAtMs minus this is its longest wait. */
+  readonly firstAcceptedAtMs: number;
   /** The block's time. */
   readonly anchoredAtMs: number;
   readonly epoch: number;

@@ -4,6 +4,7 @@ import { Accumulator } from '../../src/app/accumulator.js';
 import { Anchorer } from '../../src/app/anchorer.js';
 import { EventBus, type DomainEvent, type EventOf, type EventType } from '../../src/app/events.js';
 import { formBatch, type FormedBatch } from '../../src/domain/pipeline/batch-formation.js';
+import { ingestIdTimeMs } from '../../src/domain/records/ids.js';
 import type { ConsumeOptions, Delivery, PublishResult, RecordQueue, Subscription } from '../../src/domain/records/ports.js';
 import { createLogger, setLogLevel } from '../../src/util/logger.js';
 import { MemoryPinner, MemoryStore, OrderedChain, record, until } from '../harness/pipeline-memory.js';
@@ -97,6 +98,12 @@ void t.test('batches formed by the accumulator reach the anchorer as BatchFormed
       [ids[1], 2, 3, false, 60_002, '2000000'],
     ],
     'BatchAnchored with the cost of each transaction',
+  );
+  const firstIds = [1, 2].map((b) => record(b, 0).ingestId);
+  t.same(
+    anchored.map((e) => e.firstAcceptedAtMs),
+    firstIds.map((id) => ingestIdTimeMs(id)),
+    'and the acceptance time of its first record',
   );
   const states = seen.filter((e): e is EventOf<'SnapshotStateChanged'> => e.type === 'SnapshotStateChanged').map((e) => [e.batchId, e.state]);
   t.same(states, [

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { EventBus, NO_EVENTS, type DomainEvent, type EventOf } from '../../src/app/events.js';
 import { PipelineStats } from '../../src/app/pipeline-stats.js';
+import { ingestIdTimeMs, newIngestId } from '../../src/domain/records/ids.js';
 import { createLogger } from '../../src/util/logger.js';
 
 /**
@@ -181,4 +182,10 @@ void t.test('the pipeline counters are a subscriber: they count what the use cas
   t.same(c.events, { dropped: 2, failed: 0 }, 'the slow subscriber\'s losses show');
   slow.release();
   stats.detach();
+});
+
+void t.test('an ingest id carries its acceptance time (BatchAnchored.firstAcceptedAtMs is read from it)', async (t) => {
+  for (const at of [0, 1, 1_700_000_000_123, 2 ** 48 - 1]) t.equal(ingestIdTimeMs(newIngestId(at)), at);
+  t.ok(Number.isNaN(ingestIdTimeMs('short')));
+  t.ok(Number.isNaN(ingestIdTimeMs('u'.repeat(26))), 'a letter outside the alphabet');
 });
