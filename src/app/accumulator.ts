@@ -3,8 +3,9 @@ import { formBatch, type FormedBatch } from '../domain/pipeline/batch-formation.
 import type { PipelineStore } from '../domain/pipeline/ports.js';
 import type { Delivery, RecordQueue, Subscription } from '../domain/records/ports.js';
 import type { AcceptedRecord } from '../domain/records/types.js';
-import { componentLogger, type Logger } from '../util/logger.js';
-import { NO_EVENTS, type EventPublisher } from './events.js';
+import type { Logger } from '../util/logger.js';
+import type { EventPublisher } from './events.js';
+import { reportingOf, type UseCaseDeps } from './use-case-deps.js';
 
 /**
  * Closes a flush at maxRecords or maxWaitMs after its first record, whichever comes first, and
@@ -34,10 +35,7 @@ export interface AccumulatorOptions {
   readonly retryMs: number;
 }
 
-export interface AccumulatorDeps {
-  readonly events?: EventPublisher;
-  readonly logger?: Logger;
-}
+export type AccumulatorDeps = UseCaseDeps;
 
 interface Held {
   readonly delivery: Delivery;
@@ -68,8 +66,7 @@ export class Accumulator {
     private readonly options: AccumulatorOptions,
     deps: AccumulatorDeps = {},
   ) {
-    this.log = deps.logger ?? componentLogger('accumulator');
-    this.events = deps.events ?? NO_EVENTS;
+    ({ events: this.events, log: this.log } = reportingOf(deps, 'accumulator'));
   }
 
   start(): void {

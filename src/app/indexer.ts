@@ -2,8 +2,9 @@ import type { AuditEvent, AuditLog } from '../domain/audit/ports.js';
 import type { Delivery, RecordIndex, RecordQueue, Subscription } from '../domain/records/ports.js';
 import type { AcceptedRecord } from '../domain/records/types.js';
 import { toDrisError } from '../errors/dris-error.js';
-import { componentLogger, type Logger } from '../util/logger.js';
-import { NO_EVENTS, type EventPublisher } from './events.js';
+import type { Logger } from '../util/logger.js';
+import type { EventPublisher } from './events.js';
+import { reportingOf, type UseCaseDeps } from './use-case-deps.js';
 
 /**
  * Moves accepted records from the queue into the hot index. A delivery is acked only after the
@@ -46,10 +47,7 @@ export interface IndexerOptions {
   readonly maxDeliveries: number;
 }
 
-export interface IndexerDeps {
-  readonly events?: EventPublisher;
-  readonly logger?: Logger;
-}
+export type IndexerDeps = UseCaseDeps;
 
 /** Codes of a failure of the index itself rather than of the records written: never a dead letter. */
 const TRANSIENT = new Set(['dependency_unavailable', 'timeout', 'overloaded']);
@@ -89,8 +87,7 @@ export class Indexer {
     private readonly audit: AuditLog | null = null,
     deps: IndexerDeps = {},
   ) {
-    this.log = deps.logger ?? componentLogger('indexer');
-    this.events = deps.events ?? NO_EVENTS;
+    ({ events: this.events, log: this.log } = reportingOf(deps, 'indexer'));
   }
 
   start(): void {

@@ -2,7 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DrisError, toDrisError } from '../errors/dris-error.js';
 import type { LeaderElector, Leadership, PipelineStore } from '../domain/pipeline/ports.js';
 import { componentLogger, type Logger } from '../util/logger.js';
-import { NO_EVENTS, type EventPublisher } from './events.js';
+import type { EventPublisher } from './events.js';
+import { reportingOf, type UseCaseDeps } from './use-case-deps.js';
 
 /**
  * Runs a role only while this process leads: campaigns, starts the role when a term begins, stops
@@ -22,10 +23,7 @@ export interface LeaderLoopOptions {
   readonly retryMs: number;
 }
 
-export interface LeaderLoopDeps {
-  readonly events?: EventPublisher;
-  readonly logger?: Logger;
-}
+export type LeaderLoopDeps = UseCaseDeps;
 
 export class LeaderLoop {
   private running = false;
@@ -42,8 +40,7 @@ export class LeaderLoop {
     private readonly options: LeaderLoopOptions,
     deps: LeaderLoopDeps = {},
   ) {
-    this.log = deps.logger ?? componentLogger('leader');
-    this.events = deps.events ?? NO_EVENTS;
+    ({ events: this.events, log: this.log } = reportingOf(deps, 'leader'));
   }
 
   /** Whether the role runs here now. */

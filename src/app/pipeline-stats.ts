@@ -1,5 +1,5 @@
 import type { Logger } from '../util/logger.js';
-import { EventBus, type DomainEvent, type EventSource, type EventSubscription, type EventType, type SubscriberStats } from './events.js';
+import { EventBus, type DomainEvent, type EventOf, type EventSource, type EventSubscription, type EventType, type SubscriberStats } from './events.js';
 
 /**
  * The process's pipeline counters, kept by a subscriber of the domain events: what this process
@@ -33,27 +33,31 @@ export interface PipelineCounts {
   readonly events: { readonly dropped: number; readonly failed: number };
 }
 
-const COUNTED: readonly EventType[] = [
-  'RecordsAccepted',
-  'RecordsIndexed',
-  'RecordsDeadLettered',
-  'BatchFormed',
-  'AnchorSubmitted',
-  'AnchorAttemptFailed',
-  'BatchAnchored',
-  'BatchFailed',
-  'BatchRequeued',
-  'VerificationPerformed',
-  'LeadershipChanged',
-];
-
 /** A counter does no I/O: a large queue costs only references, and loses nothing under bursts. */
 const COUNTER_CAPACITY = 16_384;
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+type Counts = Mutable<Omit<PipelineCounts, 'events'>>;
+
+/** What each event adds to the counts; the types not named here are not counted. */
+const COUNT: { readonly [T in EventType]?: (c: Counts, e: EventOf<T>) => void } = {
+  RecordsAccepted: (c, e) => { c.recordsAccepted += e.count; c.recordsReplayed += e.replayed; },
+  RecordsIndexed: (c, e) => { c.recordsIndexed += e.count; c.indexLagMs = Math.max(0, e.atMs - e.firstAcceptedAtMs); },
+  RecordsDeadLettered: (c, e) => { c.recordsDeadLettered += e.count; },
+  BatchFormed: (c, e) => { c.batchesFormed += e.batches.length; c.recordsBatched += e.batches.reduce((n, b) => n + b.batch.treeSize, 0); },
+  AnchorSubmitted: (c) => { c.anchorsSubmitted += 1; },
+  AnchorAttemptFailed: (c) => { c.anchorAttemptsFailed += 1; },
+  BatchAnchored: (c, e) => { c.batchesAnchored += 1; c.lastAnchoredBatchSeq = Math.max(c.lastAnchoredBatchSeq ?? 0, e.batchSeq); },
+  BatchFailed: (c) => { c.batchesFailed += 1; },
+  BatchRequeued: (c) => { c.batchesRequeued += 1; },
+  VerificationPerformed: (c, e) => { c.verifications += 1; if (e.verified) c.verificationsPassed += 1; },
+  LeadershipChanged: (c, e) => { c.leading = e.leading; c.epoch = e.epoch; },
+};
+
+const COUNTED = Object.keys(COUNT) as EventType[];
 
 export class PipelineStats {
-  readonly #counts: Mutable<Omit<PipelineCounts, 'events'>> = {
+  readonly #counts: Counts = {
     recordsAccepted: 0,
     recordsReplayed: 0,
     recordsIndexed: 0,
@@ -87,50 +91,8 @@ export class PipelineStats {
   }
 
   #count(e: DomainEvent): void {
-    const c = this.#counts;
-    switch (e.type) {
-      case 'RecordsAccepted':
-        c.recordsAccepted += e.count;
-        c.recordsReplayed += e.replayed;
-        return;
-      case 'RecordsIndexed':
-        c.recordsIndexed += e.count;
-        c.indexLagMs = Math.max(0, e.atMs - e.firstAcceptedAtMs);
-        return;
-      case 'RecordsDeadLettered':
-        c.recordsDeadLettered += e.count;
-        return;
-      case 'BatchFormed':
-        c.batchesFormed += e.batches.length;
-        for (const b of e.batches) c.recordsBatched += b.batch.treeSize;
-        return;
-      case 'AnchorSubmitted':
-        c.anchorsSubmitted += 1;
-        return;
-      case 'AnchorAttemptFailed':
-        c.anchorAttemptsFailed += 1;
-        return;
-      case 'BatchAnchored':
-        c.batchesAnchored += 1;
-        c.lastAnchoredBatchSeq = Math.max(c.lastAnchoredBatchSeq ?? 0, e.batchSeq);
-        return;
-      case 'BatchFailed':
-        c.batchesFailed += 1;
-        return;
-      case 'BatchRequeued':
-        c.batchesRequeued += 1;
-        return;
-      case 'VerificationPerformed':
-        c.verifications += 1;
-        if (e.verified) c.verificationsPassed += 1;
-        return;
-      case 'LeadershipChanged':
-        c.leading = e.leading;
-        c.epoch = e.epoch;
-        return;
-      default:
-        return;
-    }
+    const add = COUNT[e.type] as ((c: Counts, e: DomainEvent) => void) | undefined;
+    add?.(this.#counts, e);
   }
 
   read(): PipelineCounts {
