@@ -76,6 +76,7 @@ void t.test('batches formed by the accumulator reach the anchorer as BatchFormed
   await queue.deliver(records.map((r, i) => delivery(i + 1, r)));
   await until(() => [...store.batches.values()].filter((b) => b.status === 'Anchored').length === 2, 'both batches anchored');
   t.equal(pendingReads(), before, 'no read of pending batches: they came with the event');
+  t.equal(await bus.idle(5000), true, 'every event handled by the recorder');
 
   const formed = seen.filter((e): e is EventOf<'BatchFormed'> => e.type === 'BatchFormed');
   t.equal(formed.length, 1, 'one event for the write that stored both batches');
@@ -89,7 +90,6 @@ void t.test('batches formed by the accumulator reach the anchorer as BatchFormed
     ],
     'each batch sent once, in the order formed',
   );
-  await bus.idle(5000);
   const anchored = seen.filter((e): e is EventOf<'BatchAnchored'> => e.type === 'BatchAnchored');
   t.same(
     anchored.map((e) => [e.batchId, e.batchSeq, e.records, e.adopted, e.gasUsed, e.feeWei]),
@@ -157,7 +157,7 @@ void t.test('a BatchFormed that arrives after the loop took its batch from the s
   bus.publish(formedEvent([x]));
   await bus.idle(5000);
   // Past a pass of the loop: a second anchor would be sent at once.
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  await new Promise((resolve) => setTimeout(resolve, 300));
   t.same(chain.calls, [1], 'anchored once');
   t.same(failures, [], 'no attempt refused by the chain');
 });
