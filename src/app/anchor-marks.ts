@@ -1,8 +1,8 @@
 import type { ChainInfo, PipelineStore } from '../domain/pipeline/ports.js';
 import type { Batch, LifecycleEntry, Snapshot } from '../domain/pipeline/types.js';
+import { ingestIdTimeMs } from '../domain/records/ids.js';
 import type { Logger } from '../util/logger.js';
 import { REQUEUED_REASON } from './anchor-transitions.js';
-import { ingestIdTimeMs } from '../domain/records/ids.js';
 import { NO_EVENTS, type EventPublisher } from './events.js';
 
 /**

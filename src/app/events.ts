@@ -21,7 +21,7 @@ import type { ReasonCategory, VerificationHistoryEntry, VerificationStatus } fro
 /** Records made durable by one ingest request (single or bulk): one event per request. */
 export interface RecordsAccepted {
   readonly type: 'RecordsAccepted';
-  /** The tenant of every record of the request; null when a bulk request spans several. */
+  /** The tenant of every record of the request; null for a bulk request that names none (its items name theirs). */
   readonly tenantId: string | null;
   /** Records stored by this request. */
   readonly count: number;
