@@ -39,6 +39,7 @@ import { buildOpenApi } from './http/openapi.js';
 import { swaggerAssets } from './http/swagger.js';
 import { UwsHttpServer, uwsIsNative } from './http/uws-server.js';
 import { componentLogger } from './util/logger.js';
+import { openEventSeam } from './app/pipeline-stats.js';
 
 /** The one place where adapters are chosen from configuration and wired to the application. */
 
@@ -244,6 +245,9 @@ export async function startService(cfg: Config): Promise<RunningService> {
     }
     closers.length = 0;
   };
+  // Domain events (src/app/events.ts): created once, given to every use case.
+  const { events, stats } = openEventSeam(componentLogger('events'));
+  closers.push(() => events.close());
   let markFailed: (err: DrisError) => void = () => undefined;
   const failed = new Promise<DrisError>((resolve) => {
     markFailed = resolve;
@@ -298,7 +302,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
 
     let indexer: Indexer | null = null;
     if (cfg.roles.includes('indexer')) {
-      indexer = new Indexer(queue, storage.records, { ...DEFAULT_INDEXER_OPTIONS, maxDeliveries: cfg.maxDeliveries }, storage.audit);
+      indexer = new Indexer(queue, storage.records, { ...DEFAULT_INDEXER_OPTIONS, maxDeliveries: cfg.maxDeliveries }, storage.audit, { events });
       indexer.start();
       const running = indexer;
       closers.push(() => running.stop());
@@ -319,7 +323,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
         maxDelayMs: cfg.anchorRetry.maxDelayMs,
         idleMs: 1000,
         reconcileIntervalMs: cfg.anchorReconcileIntervalMs,
-      });
+      }, { events });
       anchorer = active;
       // One per term: its writes go through the term's fenced store.
       let accumulator: Accumulator | null = null;
@@ -342,7 +346,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
             // Embedded, the data directory's lock rules out another leader: nothing to wait out.
             const fenced = await fenceTerm(store, term, cfg.redis === undefined ? 0 : cfg.leaderLeaseMs);
             await active.start(fenced.epoch, fenced.store);
-            const formed = new Accumulator(queue, fenced.store, hashing.backend, { consumer: ACCUMULATOR_CONSUMER, maxRecords: cfg.batchMaxRecords, maxWaitMs: cfg.batchMaxWaitMs, retryMs: 1000 }, (f) => active.enqueue(f));
+            const formed = new Accumulator(queue, fenced.store, hashing.backend, { consumer: ACCUMULATOR_CONSUMER, maxRecords: cfg.batchMaxRecords, maxWaitMs: cfg.batchMaxWaitMs, retryMs: 1000 }, { events });
             accumulator = formed;
             formed.start();
           },
@@ -353,6 +357,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
           },
         },
         { retryMs: Math.max(100, Math.floor(cfg.leaderLeaseMs / 5)) },
+        { events },
       );
       await leader.start();
       closers.push(() => leader.stop());
@@ -373,7 +378,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
       if (admin.file !== null) log.info({ file: admin.file }, 'key administration token file');
 
       const authenticator = new Authenticator(storage.keys, { refreshMs: cfg.keyRefreshMs });
-      const ingest = new IngestService({ hasher, queue, idempotency: admission, idempotencyTtlMs: cfg.idempotencyTtlMs, idempotencyLeaseMs: cfg.idempotencyLeaseMs });
+      const ingest = new IngestService({ hasher, queue, idempotency: admission, idempotencyTtlMs: cfg.idempotencyTtlMs, idempotencyLeaseMs: cfg.idempotencyLeaseMs, events });
       // Before the first request: a key whose record was stored just before a crash gets its answer.
       await recoverIdempotencyAnswers(queue, admission, cfg.idempotencyTtlMs);
       const health = new HealthMonitor({
@@ -389,6 +394,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
         ...(chainInfo === undefined ? {} : { chain: chainFacts(chainInfo, cfg.chain.publicRpcUrl) }),
         probes,
         timeoutMs: 2000,
+        pipeline: () => stats.read(),
       });
       const { evidence, history, audit } = storage;
       // Policies change rarely and are read by every answer carrying evidence: cached like keys.
@@ -400,7 +406,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
       let boundPort: number | null = null;
       const embeddedGateway = (pipeline?.gateway.length ?? 0) > 0;
       const verifier = new Verifier(
-        { hashing: hashing.backend, evidence, store, chain: reader, pinner: verifierPinner, history },
+        { hashing: hashing.backend, evidence, store, chain: reader, pinner: verifierPinner, history, events },
         {
           chainCacheMs: cfg.verifyChainCacheMs,
           ipfsTimeoutMs: cfg.ipfsTimeoutMs,

@@ -1,4 +1,5 @@
 import { isDrisError } from '../errors/dris-error.js';
+import type { PipelineCounts } from './pipeline-stats.js';
 
 /**
  * Health: each component probed with a deadline, the result shared for a second (concurrent
@@ -8,7 +9,7 @@ import { isDrisError } from '../errors/dris-error.js';
  * statuses and facts anyone may know (version, roles, hash backend, chain id, contract, anchorer
  * address); never an internal URL, adapter, latency or error text. The detailed one (the
  * administration listener, admin token) adds adapters, latencies, reason codes, the hash backends
- * that failed to load and the chain's RPC URL.
+ * that failed to load, the chain's RPC URL and the process's pipeline counters (pipeline-stats.ts).
  */
 
 export type ComponentStatus = 'ok' | 'degraded' | 'down';
@@ -64,6 +65,8 @@ export interface HealthReport {
   readonly http: { readonly engine: string; readonly native: boolean };
   readonly dependencies: Readonly<Record<string, ComponentHealth>>;
   readonly chain?: ChainFacts;
+  /** What this process did since it started (detailed view only). */
+  readonly pipeline?: PipelineCounts;
 }
 
 export interface PublicHealth {
@@ -86,6 +89,8 @@ export interface HealthInputs {
   /** How long one report is answered again, milliseconds (default 1000). */
   readonly cacheMs?: number;
   readonly chain?: ChainFacts;
+  /** The pipeline counters, read with each report. */
+  readonly pipeline?: () => PipelineCounts;
   readonly now?: () => number;
 }
 
@@ -177,6 +182,7 @@ export class HealthMonitor {
       http: i.http,
       dependencies: Object.fromEntries(results),
       ...(i.chain === undefined ? {} : { chain: i.chain }),
+      ...(i.pipeline === undefined ? {} : { pipeline: i.pipeline() }),
     };
     this.#last = { atMs: this.#now(), report };
     return report;

@@ -11,6 +11,7 @@ import { validateBulkEnvelope, validateIngestRecord } from './validators.js';
 import { RequestClaims, type ClaimOutcome } from './idempotency-claims.js';
 import { answerOf, messageIdOf, noteText, recordFingerprint, type Candidate } from './ingest-messages.js';
 import { BulkIngestion, MAX_BULK_ITEMS } from './bulk-ingest.js';
+import { NO_EVENTS, type EventPublisher } from './events.js';
 
 /** What ingestion needs of the hashing engine (HashingService implements it). */
 export interface RecordHasher {
@@ -33,6 +34,8 @@ export interface IngestDeps {
   readonly now?: () => number;
   /** How long a request waits for a concurrent request holding the same idempotency key; default lease + 1 s. */
   readonly idempotencyWaitMs?: number;
+  /** RecordsAccepted, one event per request answered 202. */
+  readonly events?: EventPublisher;
 }
 
 export { MAX_BULK_ITEMS };
@@ -71,9 +74,11 @@ export class IngestService {
   private readonly now: () => number;
   private readonly leaseMs: number;
   private readonly waitMs: number;
+  private readonly events: EventPublisher;
 
   constructor(private readonly deps: IngestDeps) {
     this.now = deps.now ?? Date.now;
+    this.events = deps.events ?? NO_EVENTS;
     this.leaseMs = deps.idempotencyLeaseMs ?? 10_000;
     // Long enough to see the lease of a request that died end, and take the key over.
     this.waitMs = deps.idempotencyWaitMs ?? this.leaseMs + 1000;
@@ -122,6 +127,11 @@ export class IngestService {
     // The same function as for a stored record: a duplicate found in the queue is compared with it.
     const fingerprint = (): string => (memo ??= recordFingerprint({ ...norm, payloadHash: payload.payloadHash }));
     return { ok: true, candidate: { index, req: norm, payload, idempotencyKey: req.idempotencyKey ?? null, fingerprint } };
+  }
+
+  /** One event per request: nothing is allocated when nobody listens. */
+  private accepted(tenantId: string | null, count: number, replayed: number): void {
+    if (this.events.wants('RecordsAccepted')) this.events.publish({ type: 'RecordsAccepted', tenantId, count, replayed, atMs: this.now() });
   }
 
   private idemKey(tenantId: string, key: string): string {
@@ -194,6 +204,7 @@ export class IngestService {
     if (idem === null) {
       const [rec] = (await this.build(principal, [cand], correlationId)) as [OutgoingRecord];
       await this.deps.queue.publish([rec]);
+      this.accepted(rec.tenantId, 1, 0);
       return { status: 202, body: answerOf(rec) };
     }
     const key = this.idemKey(cand.req.tenantId, idem);
@@ -201,7 +212,10 @@ export class IngestService {
     const claims = this.claims();
     try {
       const [claimed] = (await claims.claim([{ key, fingerprint }])) as [ClaimOutcome];
-      if (claimed.kind === 'replay') return { status: claimed.status, body: { ...(JSON.parse(claimed.body) as IngestRecordResponse), idempotencyReplayed: true } };
+      if (claimed.kind === 'replay') {
+        this.accepted(cand.req.tenantId, 0, 1);
+        return { status: claimed.status, body: { ...(JSON.parse(claimed.body) as IngestRecordResponse), idempotencyReplayed: true } };
+      }
       if (claimed.kind !== 'owned') throw claimError(claimed.kind);
       const [rec] = (await this.build(principal, [{ ...cand, idempotencyKey: idem }], correlationId)) as [OutgoingRecord];
       // Under the key's own message id: a retry of this request, whatever happened to this one,
@@ -213,6 +227,7 @@ export class IngestService {
       const answer = answerOf(stored);
       await claims.complete(key, { state: 'done', fingerprint: storedFingerprint, status: 202, body: JSON.stringify(answer) });
       if (storedFingerprint !== fingerprint) throw claimError('conflict');
+      this.accepted(stored.tenantId, published.duplicate ? 0 : 1, published.duplicate ? 1 : 0);
       return { status: 202, body: { ...answer, idempotencyReplayed: published.duplicate } };
     } finally {
       await claims.end();
@@ -239,7 +254,11 @@ export class IngestService {
     try {
       if (requestKey !== null) {
         const [claimed] = (await claims.claim([{ key: requestKey, fingerprint: bodyFingerprint }])) as [ClaimOutcome];
-        if (claimed.kind === 'replay') return { status: claimed.status, body: JSON.parse(claimed.body) as BulkIngestResponse };
+        if (claimed.kind === 'replay') {
+          const replayed = JSON.parse(claimed.body) as BulkIngestResponse;
+          this.accepted(tenantId, 0, replayed.accepted);
+          return { status: claimed.status, body: replayed };
+        }
         if (claimed.kind !== 'owned') throw claimError(claimed.kind);
       }
       const bulk = new BulkIngestion({
@@ -266,6 +285,11 @@ export class IngestService {
       }
       const outcome = await bulk.run(items.length);
       if (requestKey !== null) await claims.complete(requestKey, { state: 'done', fingerprint: bodyFingerprint, status: outcome.status, body: JSON.stringify(outcome.body) });
+      if (this.events.wants('RecordsAccepted')) {
+        let replayed = 0;
+        for (const item of outcome.body.items) if (item.idempotencyReplayed) replayed += 1;
+        this.accepted(tenantId, outcome.body.accepted - replayed, replayed);
+      }
       return outcome;
     } finally {
       await claims.end();

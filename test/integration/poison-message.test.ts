@@ -8,6 +8,7 @@ import { openClickHouseStorage } from '../../src/adapters/clickhouse/open-storag
 import { decodeDeadLetter } from '../../src/adapters/queue/dead-letter.js';
 import { NatsQueue } from '../../src/adapters/queue/nats-queue.js';
 import { DEFAULT_INDEXER_OPTIONS, Indexer } from '../../src/app/indexer.js';
+import { openEventSeam } from '../../src/app/pipeline-stats.js';
 import { setLogLevel } from '../../src/util/logger.js';
 import { queued, sampleRecord } from '../harness/records.js';
 import { startNats } from '../harness/servers.js';
@@ -44,7 +45,8 @@ t.test('a poison record is dead-lettered after a bounded number of deliveries; t
   await index.database.migrate();
   const queue = await NatsQueue.connect({ servers: nats.url });
   t.teardown(() => queue.close());
-  const indexer = new Indexer(queue, index.records, { ...DEFAULT_INDEXER_OPTIONS, lingerMs: 20, retryBaseMs: 50, maxDeliveries: MAX_DELIVERIES });
+  const { events, stats } = openEventSeam();
+  const indexer = new Indexer(queue, index.records, { ...DEFAULT_INDEXER_OPTIONS, lingerMs: 20, retryBaseMs: 50, maxDeliveries: MAX_DELIVERIES }, null, { events });
   indexer.start();
   t.teardown(() => indexer.stop());
 
@@ -58,7 +60,8 @@ t.test('a poison record is dead-lettered after a bounded number of deliveries; t
   t.same(await listed(), [good(1).ingestId, good(2).ingestId], 'its good records are indexed');
 
   await until('the bad record set aside', async () => ((await queue.deadLetterCount()) === 1 ? true : undefined));
-  t.equal(indexer.deadLetteredCount, 1);
+  await events.idle(5_000);
+  t.equal(stats.read().recordsDeadLettered, 1);
 
   await queue.publish([good(3)].map(queued));
   await until('a record published afterwards indexed', async () => ((await listed()).length === 3 ? true : undefined));
