@@ -19,8 +19,9 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 func composeCommand(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("compose", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var envFiles multiFlag
+	var envFiles, profiles multiFlag
 	fs.Var(&envFiles, "env-file", "file of variables for interpolation (repeatable)")
+	fs.Var(&profiles, "profile", "profile to enable (repeatable; default COMPOSE_PROFILES of the env files)")
 	projectDir := fs.String("project-dir", "", "project directory (default: the first file's directory)")
 	name := fs.String("project-name", "dris", "project name")
 	if err := fs.Parse(args); err != nil {
@@ -39,6 +40,7 @@ func composeCommand(args []string, out io.Writer) error {
 		cli.WithName(*name),
 		cli.WithEnvFiles(envFiles...),
 		cli.WithDotEnv,
+		cli.WithDefaultProfiles(profiles...),
 		cli.WithInterpolation(true),
 		cli.WithConsistency(true),
 	)

@@ -1,7 +1,7 @@
 // Command dris-deploy-check validates the deployment artefacts of deploy/ offline, with the
 // libraries the tools themselves use, so that CI needs no Docker engine and no cluster:
 //
-//	dris-deploy-check compose [--env-file F]... [--project-dir D] FILE...
+//	dris-deploy-check compose [--env-file F]... [--profile P]... [--project-dir D] FILE...
 //	    loads a Compose project as `docker compose config` does (compose-go: the Compose
 //	    Specification's JSON schema embedded in the module, interpolation, consistency of
 //	    services, networks, volumes, secrets and configs) and prints the resolved model as JSON.
@@ -21,7 +21,7 @@ import (
 )
 
 const usage = `usage:
-  dris-deploy-check compose [--env-file F]... [--project-dir D] FILE...
+  dris-deploy-check compose [--env-file F]... [--profile P]... [--project-dir D] FILE...
   dris-deploy-check kube [FILE|-]
   dris-deploy-check yaml2json FILE`
 

@@ -137,6 +137,30 @@ void t.test('compose.yaml is a valid Compose project with the example variables'
   });
 });
 
+void t.test('production: without the dev-chain profile there is no anvil, and nothing needs it', async (t) => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'dris-compose-prod-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const example = await readFile(path.join(composeDir, 'env.example'), 'utf8');
+  const prod = example
+    .split('\n')
+    .filter((l) => !/^(COMPOSE_PROFILES|EVM_RPC_URL|DRIS_CHAIN_ID)=/.test(l))
+    .concat(['EVM_RPC_URL=https://rpc.example.org', 'DRIS_CHAIN_ID=11155111', 'DRIS_CONTRACT_ADDRESS=0x5FbDB2315678afecb367f032d93F642f64180aa3', 'DRIS_CONTRACT_DEPLOY_BLOCK=42'])
+    .join('\n');
+  await writeFile(path.join(dir, 'prod.env'), prod);
+  const r = await loadCompose(['--env-file', path.join(dir, 'prod.env'), composeFile]);
+  t.equal(r.code, 0, r.stderr);
+  const project = JSON.parse(r.stdout) as ComposeProject;
+  t.equal(project.services['anvil'], undefined, 'no development chain');
+  for (const name of ['dris-init', 'api', 'indexer', 'anchorer']) {
+    const s = project.services[name];
+    t.equal(s?.environment?.['EVM_RPC_URL'], 'https://rpc.example.org', `${name} anchors on the real chain`);
+    t.equal(s?.environment?.['DRIS_CHAIN_ID'], '11155111');
+    const anvilDep = s?.depends_on?.['anvil'];
+    t.ok(anvilDep === undefined || anvilDep.required === false, `${name} does not require anvil`);
+  }
+  t.equal(project.services['dris-init']?.environment?.['DRIS_CONTRACT_ADDRESS'], '0x5FbDB2315678afecb367f032d93F642f64180aa3', 'the init job deploys nothing');
+});
+
 void t.test('a missing required variable, a schema violation and an undefined dependency are refused', async (t) => {
   const noEnv = await loadCompose([composeFile]);
   t.equal(noEnv.code, 1, 'passwords are required variables');
