@@ -9,7 +9,7 @@ import { newIngestId } from '../domain/records/ids.js';
 import { assertTenant, type Principal } from './authenticator.js';
 import { validateBulkEnvelope, validateIngestRecord } from './validators.js';
 import { RequestClaims, type ClaimOutcome } from './idempotency-claims.js';
-import { answerOf, messageIdOf, noteText, recordFingerprint, type Candidate } from './ingest-messages.js';
+import { answerOf, messageIdOf, noteText, recordFingerprint, STORED_ACCEPTED, type Candidate, type IngestOutcome } from './ingest-messages.js';
 import { BulkIngestion, MAX_BULK_ITEMS } from './bulk-ingest.js';
 
 /** What ingestion needs of the hashing engine (HashingService implements it). */
@@ -18,10 +18,7 @@ export interface RecordHasher {
   recordHashes(envelopes: readonly RecordEnvelope[]): Promise<string[]>;
 }
 
-export interface IngestOutcome<T> {
-  readonly status: number;
-  readonly body: T;
-}
+export type { IngestOutcome };
 
 export interface IngestDeps {
   readonly hasher: RecordHasher;
@@ -194,14 +191,14 @@ export class IngestService {
     if (idem === null) {
       const [rec] = (await this.build(principal, [cand], correlationId)) as [OutgoingRecord];
       await this.deps.queue.publish([rec]);
-      return { status: 202, body: answerOf(rec) };
+      return { outcome: 'accepted', body: answerOf(rec) };
     }
     const key = this.idemKey(cand.req.tenantId, idem);
     const fingerprint = cand.fingerprint();
     const claims = this.claims();
     try {
       const [claimed] = (await claims.claim([{ key, fingerprint }])) as [ClaimOutcome];
-      if (claimed.kind === 'replay') return { status: claimed.status, body: { ...(JSON.parse(claimed.body) as IngestRecordResponse), idempotencyReplayed: true } };
+      if (claimed.kind === 'replay') return { outcome: 'accepted', body: { ...(JSON.parse(claimed.body) as IngestRecordResponse), idempotencyReplayed: true } };
       if (claimed.kind !== 'owned') throw claimError(claimed.kind);
       const [rec] = (await this.build(principal, [{ ...cand, idempotencyKey: idem }], correlationId)) as [OutgoingRecord];
       // Under the key's own message id: a retry of this request, whatever happened to this one,
@@ -211,9 +208,9 @@ export class IngestService {
       if (stored === undefined) throw new DrisError('internal_error', 'a duplicate message without records');
       const storedFingerprint = published.duplicate ? recordFingerprint(stored) : fingerprint;
       const answer = answerOf(stored);
-      await claims.complete(key, { state: 'done', fingerprint: storedFingerprint, status: 202, body: JSON.stringify(answer) });
+      await claims.complete(key, { state: 'done', fingerprint: storedFingerprint, status: STORED_ACCEPTED, body: JSON.stringify(answer) });
       if (storedFingerprint !== fingerprint) throw claimError('conflict');
-      return { status: 202, body: { ...answer, idempotencyReplayed: published.duplicate } };
+      return { outcome: 'accepted', body: { ...answer, idempotencyReplayed: published.duplicate } };
     } finally {
       await claims.end();
     }
@@ -239,7 +236,7 @@ export class IngestService {
     try {
       if (requestKey !== null) {
         const [claimed] = (await claims.claim([{ key: requestKey, fingerprint: bodyFingerprint }])) as [ClaimOutcome];
-        if (claimed.kind === 'replay') return { status: claimed.status, body: JSON.parse(claimed.body) as BulkIngestResponse };
+        if (claimed.kind === 'replay') return { outcome: 'accepted', body: JSON.parse(claimed.body) as BulkIngestResponse };
         if (claimed.kind !== 'owned') throw claimError(claimed.kind);
       }
       const bulk = new BulkIngestion({
@@ -265,7 +262,7 @@ export class IngestService {
         } else bulk.add(c.candidate);
       }
       const outcome = await bulk.run(items.length);
-      if (requestKey !== null) await claims.complete(requestKey, { state: 'done', fingerprint: bodyFingerprint, status: outcome.status, body: JSON.stringify(outcome.body) });
+      if (requestKey !== null) await claims.complete(requestKey, { state: 'done', fingerprint: bodyFingerprint, status: STORED_ACCEPTED, body: JSON.stringify(outcome.body) });
       return outcome;
     } finally {
       await claims.end();

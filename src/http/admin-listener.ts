@@ -6,11 +6,11 @@ import type { KeyAdmin } from '../app/key-admin.js';
 import type { AuditLog } from '../domain/audit/ports.js';
 import type { RateLimiter } from '../domain/limits/ports.js';
 import type { AccessLevel } from '../domain/keys/types.js';
+import { createAdminServices } from '../app/api-services.js';
 import { componentLogger } from '../util/logger.js';
+import { routesOf } from './route-table.js';
 import { Router } from './router.js';
-import { buildAdminRoutes } from './routes.js';
 import { UwsHttpServer } from './uws-server.js';
-import { policyAdminRoutes } from './verify-routes.js';
 
 /**
  * The administration listener: key and retrieval-policy administration and the detailed health
@@ -44,10 +44,14 @@ export async function startAdminListener(o: AdminListenerOptions): Promise<{ por
   const server = new UwsHttpServer({
     host: o.host,
     port: o.port,
-    router: new Router([
-      ...buildAdminRoutes({ keys: o.keys, health: o.health, onKeyChanged: (keyId) => o.authenticator.invalidate(keyId) }),
-      ...policyAdminRoutes({ audit: o.audit, policies: o.policies }),
-    ]),
+    router: new Router(
+      routesOf(
+        'admin',
+        { admin: createAdminServices({ keys: o.keys, health: o.health, audit: o.audit, policies: o.policies, onKeyChanged: (keyId) => o.authenticator.invalidate(keyId) }) },
+        // Each admin route bounds its own body.
+        { record: 0, bulk: 0 },
+      ),
+    ),
     authenticator: o.authenticator,
     rateLimiter: o.rateLimiter,
     rateLimits: o.rateLimits,
