@@ -7,7 +7,7 @@ import type { AuditLog } from '../domain/audit/ports.js';
 import type { RateLimiter } from '../domain/limits/ports.js';
 import type { AccessLevel } from '../domain/keys/types.js';
 import { createAdminServices } from '../app/api-services.js';
-import { componentLogger } from '../util/logger.js';
+import { componentLogger, type Logger } from '../util/logger.js';
 import { routesOf } from './route-table.js';
 import { Router } from './router.js';
 import { UwsHttpServer } from './uws-server.js';
@@ -35,6 +35,8 @@ export interface AdminListenerOptions {
   readonly rateLimiter: RateLimiter;
   readonly rateLimits: Readonly<Record<AccessLevel, number>>;
   readonly rateWindowMs: number;
+  /** The `main` component logger by default. */
+  readonly logger?: Logger;
 }
 
 const LOOPBACK = /^(127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|localhost)$/i;
@@ -62,7 +64,7 @@ export async function startAdminListener(o: AdminListenerOptions): Promise<{ por
     allowSlowHttp: o.allowSlowHttp,
   });
   const port = await server.listen();
-  const log = componentLogger('main');
+  const log = o.logger ?? componentLogger('main');
   log.info({ host: o.host, port }, 'admin listening');
   if (!LOOPBACK.test(o.host)) log.warn({ host: o.host }, 'the administration listener is not on loopback: keep its port off public networks');
   return { port, close: () => server.close() };

@@ -69,7 +69,7 @@ function normalize(value: unknown): unknown {
   return { allOf: [{ $ref: ref }, out] };
 }
 
-const headersOf = (names: readonly string[]): Json => Object.fromEntries(names.map((n) => [n, HEADERS[n as keyof typeof HEADERS]]));
+const headersOf = (names: readonly string[]): Json => Object.fromEntries(names.map((n) => [n, { $ref: `#/components/headers/${n}` }]));
 
 function describe(status: number, text: string): string {
   const codes = codesOf(status);
@@ -179,8 +179,9 @@ export function buildOpenApi(table: readonly RouteSpec[], version: string): Json
   const adminServers = [{ url: `http://127.0.0.1:${DEFAULT_ADMIN_PORT}`, description: 'administration listener (DRIS_ADMIN_HOST:DRIS_ADMIN_PORT), not the public port' }];
   for (const spec of table) {
     const path = openApiPath(spec.path);
-    const item = paths[path] ?? (spec.listener === 'admin' ? { servers: adminServers } : {});
-    item[spec.method.toLowerCase()] = operation(c, spec);
+    const item = paths[path] ?? {};
+    // Per operation rather than per path: every member of a path item is then a method.
+    item[spec.method.toLowerCase()] = spec.listener === 'admin' ? { ...operation(c, spec), servers: adminServers } : operation(c, spec);
     paths[path] = item;
   }
   return {
@@ -195,6 +196,7 @@ export function buildOpenApi(table: readonly RouteSpec[], version: string): Json
     paths,
     components: {
       securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' }, AdminToken: { type: 'http', scheme: 'bearer' } },
+      headers: HEADERS,
       schemas: Object.fromEntries(Object.entries(c.schemas).sort(([a], [b]) => a.localeCompare(b))),
     },
     security: [{ ApiKey: [] }],
