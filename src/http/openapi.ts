@@ -15,7 +15,9 @@ import { codesOf } from './status.js';
 
 type Json = Record<string, unknown>;
 
-export const TAGS = ['Records', 'Verification', 'Status', 'Audit', 'Health', 'Admin', 'IPFS', 'Documentation'] as const;
+export const TAGS = ['Records', 'Verification', 'Status', 'Audit', 'Health', 'Admin', 'IPFS'] as const;
+/** The tag of the routes that serve the documentation (not in the document). */
+export const DOCUMENTATION_TAG = 'Documentation';
 
 const ERROR = typia.json.schema<ErrorResponse, '3.1'>();
 const RATE_LIMIT = typia.json.schema<RateLimitResponse, '3.1'>();
@@ -54,9 +56,12 @@ class Components {
   }
 }
 
+/** Keywords that only annotate: beside a `$ref` they constrain nothing. */
+const ANNOTATIONS = new Set(['$ref', 'description', 'title', 'readOnly', 'writeOnly', 'deprecated', 'default', 'example', 'examples']);
+
 /**
- * `$ref` beside other keywords (typia puts a schema plugin's keywords there) as `allOf`, the form
- * every tool reads the same way.
+ * `$ref` beside keywords that constrain (typia puts a schema plugin's keywords there) as `allOf`,
+ * the form every tool reads the same way.
  */
 function normalize(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(normalize);
@@ -64,7 +69,7 @@ function normalize(value: unknown): unknown {
   const out: Json = {};
   for (const [k, v] of Object.entries(value)) out[k] = normalize(v);
   const ref = out['$ref'];
-  if (ref === undefined || Object.keys(out).length === 1) return out;
+  if (ref === undefined || Object.keys(out).every((k) => ANNOTATIONS.has(k))) return out;
   delete out['$ref'];
   return { allOf: [{ $ref: ref }, out] };
 }
@@ -178,6 +183,7 @@ export function buildOpenApi(table: readonly RouteSpec[], version: string): Json
   // Served by the administration listener only; the public port answers 404 for admin paths.
   const adminServers = [{ url: `http://127.0.0.1:${DEFAULT_ADMIN_PORT}`, description: 'administration listener (DRIS_ADMIN_HOST:DRIS_ADMIN_PORT), not the public port' }];
   for (const spec of table) {
+    if (spec.notInDocument !== undefined) continue;
     const path = openApiPath(spec.path);
     const item = paths[path] ?? {};
     // Per operation rather than per path: every member of a path item is then a method.

@@ -64,6 +64,11 @@ export interface RouteSpec {
    * mode and body by openapi.ts.
    */
   readonly responses: Readonly<Record<number, ResponseSpec>>;
+  /**
+   * Why the route is not an operation of the document, for the few that serve the document itself
+   * (Swagger UI, its assets, the document); every other route is documented.
+   */
+  readonly notInDocument?: string;
   /** The handler over this process's services, or null when the process does not serve the route. */
   readonly bind: (services: HttpServices) => Handler | null;
 }

@@ -2,7 +2,12 @@ import type { Reply, RequestContext } from '../../router.js';
 import type { RouteSpec } from '../../route-spec.js';
 import type { SwaggerAssets } from '../../swagger.js';
 
-/** The interactive documentation: Swagger UI, its assets, and the OpenAPI document itself. */
+/**
+ * The interactive documentation: Swagger UI, its assets, and the OpenAPI document itself. They
+ * serve the document rather than the API, and are left out of it.
+ */
+
+const NOT_AN_OPERATION = 'serves the documentation, not the API';
 
 function docsOf(make: (docs: SwaggerAssets, ctx: RequestContext) => Reply): RouteSpec['bind'] {
   return (services) => {
@@ -20,6 +25,7 @@ export const SwaggerUi: RouteSpec = {
   listener: 'public',
   auth: 'none',
   tag: 'Documentation',
+  notInDocument: NOT_AN_OPERATION,
   summary: 'Swagger UI over this document',
   responses: { 200: page('text/html', 'The Swagger UI page (its scripts and styles are served by this service, no CDN).') },
   bind: docsOf((docs) => docs.page()),
@@ -32,6 +38,7 @@ export const OpenApiDocument: RouteSpec = {
   listener: 'public',
   auth: 'none',
   tag: 'Documentation',
+  notInDocument: NOT_AN_OPERATION,
   summary: 'This OpenAPI 3.1 document (docs/openapi.json in the repository)',
   responses: { 200: { description: 'The OpenAPI document.', media: { 'application/json': { type: 'object' } } } },
   bind: docsOf((docs) => docs.document()),
@@ -44,6 +51,7 @@ export const SwaggerAsset: RouteSpec = {
   listener: 'public',
   auth: 'none',
   tag: 'Documentation',
+  notInDocument: NOT_AN_OPERATION,
   summary: 'A Swagger UI asset (script, style sheet, icon)',
   pathParams: { file: 'Asset file name, e.g. swagger-ui-bundle.js.' },
   responses: {
