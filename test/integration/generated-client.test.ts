@@ -48,7 +48,7 @@ t.before(async () => {
     include: ['tenant-flow.ts', 'client/**/*.ts'],
   };
   await writeFile(path.join(work, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2));
-  svc = await startService({ env: { DRIS_BATCH_MAX_WAIT_MS: '300', DRIS_LOG_LEVEL: 'warn' } });
+  svc = await startService({ env: { DRIS_BATCH_MAX_WAIT_MS: '300' } });
 });
 
 t.teardown(async () => {
@@ -93,7 +93,9 @@ t.test("a tenant's whole flow through the generated client passes its response v
     'BulkIngestRecords, form A',
     'BulkIngestRecords, form B',
     'QueryRecords',
+    'QueryRecords: every record Anchored',
     'ListSnapshots: every snapshot Anchored',
+    'ListSnapshots by status',
     'VerifyRecord, stored',
     'VerifyRecord, with the payload',
     'VerifyRecord, batchId mode',
