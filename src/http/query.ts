@@ -121,3 +121,16 @@ export function tenant(description = "Tenant; the key's own when absent. A tenan
 export function paging(): { readonly cursor: QueryParam<string | undefined>; readonly limit: QueryParam<number> } {
   return { cursor: text('nextCursor of the previous page.'), limit: pageSize() };
 }
+
+/** `from`, `to`, `cursor` and `limit` of a listing over time. */
+export function timeWindow(what = ''): { readonly from: QueryParam<number | undefined>; readonly to: QueryParam<number | undefined>; readonly cursor: QueryParam<string | undefined>; readonly limit: QueryParam<number> } {
+  return { from: instant(`${what}Earliest time, inclusive.`), to: instant(`${what}Latest time, exclusive.`), ...paging() };
+}
+
+type Windowed<S extends QuerySpec> = Omit<QueryValues<S>, 'from' | 'to'> & { fromMs: number | undefined; toMs: number | undefined };
+
+/** A listing's query read, its time bounds as epoch milliseconds (fromMs, toMs). */
+export function readListing<S extends QuerySpec & ReturnType<typeof timeWindow>>(query: URLSearchParams, spec: S): Windowed<S> {
+  const { from, to, ...rest } = readQuery(query, spec) as QueryValues<S> & { from: number | undefined; to: number | undefined };
+  return { ...rest, fromMs: from, toMs: to } as Windowed<S>;
+}

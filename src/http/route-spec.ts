@@ -86,3 +86,12 @@ export function error(description: string, headers?: readonly HeaderName[]): Res
 export function reply<T>(status: number, body: T, headers?: Readonly<Record<string, string>>): Reply {
   return headers === undefined ? { status, body } : { status, body, headers };
 }
+
+type RouteHead = `${Method} /${string}`;
+type RouteRest = Omit<RouteSpec, 'operationId' | 'method' | 'path' | 'tag' | 'summary' | 'listener' | 'auth'> & Partial<Pick<RouteSpec, 'listener' | 'auth'>>;
+
+/** A route of the table: `METHOD /path`, its operationId, tag and summary; public and keyed unless `rest` says otherwise. */
+export function route(head: RouteHead, operationId: string, tag: string, summary: string, rest: RouteRest): RouteSpec {
+  const space = head.indexOf(' ');
+  return { listener: 'public', auth: 'apiKey', ...rest, operationId, method: head.slice(0, space) as Method, path: head.slice(space + 1), tag, summary };
+}

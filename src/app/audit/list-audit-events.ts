@@ -2,18 +2,15 @@ import { defined } from '../../util/defined.js';
 import type { AuditAction, AuditLog } from '../../domain/audit/ports.js';
 import type { EvidenceAccess, WithheldRecord } from '../evidence-access.js';
 import { gatedAuditEvent } from '../evidence/evidence-gates.js';
+import type { Listing } from '../listing.js';
 import { actingTenant, type Caller } from '../tenancy.js';
 import { auditEntryView, type AuditPage } from '../views.js';
 
-export interface AuditListing {
-  readonly tenantId?: string | undefined;
+export interface AuditListing extends Listing {
   readonly action?: AuditAction | undefined;
+  /** The actor's key and client. */
   readonly keyId?: string | undefined;
   readonly clientId?: string | undefined;
-  readonly fromMs?: number | undefined;
-  readonly toMs?: number | undefined;
-  readonly limit: number;
-  readonly cursor?: string | undefined;
 }
 
 export interface ListAuditDeps {

@@ -1,15 +1,13 @@
 import { defined } from '../../util/defined.js';
 import type { PipelineStore } from '../../domain/pipeline/ports.js';
 import type { SnapshotStatus } from '../../domain/pipeline/types.js';
+import type { Listing } from '../listing.js';
 import { actingTenant, type Caller } from '../tenancy.js';
 import { snapshotView, type SnapshotsPage } from '../views.js';
 
-export interface SnapshotListing {
-  readonly tenantId?: string | undefined;
+export interface SnapshotListing extends Omit<Listing, 'fromMs' | 'toMs'> {
   readonly recordId?: string | undefined;
   readonly status?: SnapshotStatus | undefined;
-  readonly limit: number;
-  readonly cursor?: string | undefined;
 }
 
 /** A page of one tenant's snapshots (the key's own unless another of its tenants is named). */

@@ -1,18 +1,14 @@
 import { defined } from '../../util/defined.js';
 import type { VerificationHistory } from '../../domain/verification/ports.js';
 import type { VerificationHistoryPage, VerificationStatus } from '../../domain/verification/types.js';
+import type { Listing } from '../listing.js';
 import { actingTenant, type Caller } from '../tenancy.js';
 
-export interface VerificationListing {
-  readonly tenantId?: string | undefined;
+export interface VerificationListing extends Listing {
   readonly recordId?: string | undefined;
   readonly collection?: string | undefined;
   readonly snapshotId?: string | undefined;
   readonly outcome?: VerificationStatus | undefined;
-  readonly fromMs?: number | undefined;
-  readonly toMs?: number | undefined;
-  readonly limit: number;
-  readonly cursor?: string | undefined;
 }
 
 /** A page of one tenant's verification attempts, newest first. */

@@ -1,5 +1,5 @@
 import type { Reply, RequestContext } from '../../router.js';
-import type { RouteSpec } from '../../route-spec.js';
+import { route, type RouteSpec } from '../../route-spec.js';
 import type { SwaggerAssets } from '../../swagger.js';
 
 /**
@@ -18,45 +18,24 @@ function docsOf(make: (docs: SwaggerAssets, ctx: RequestContext) => Reply): Rout
 
 const page = (type: string, description: string): RouteSpec['responses'][number] => ({ description, media: { [type]: { type: 'string' } } });
 
-export const SwaggerUi: RouteSpec = {
-  operationId: 'SwaggerUi',
-  method: 'GET',
-  path: '/swagger',
-  listener: 'public',
-  auth: 'none',
-  tag: 'Documentation',
-  notInDocument: NOT_AN_OPERATION,
-  summary: 'Swagger UI over this document',
+export const SwaggerUi = route('GET /swagger', 'SwaggerUi', 'Documentation', 'Swagger UI over this document', {
+  auth: 'none', notInDocument: NOT_AN_OPERATION,
   responses: { 200: page('text/html', 'The Swagger UI page (its scripts and styles are served by this service, no CDN).') },
   bind: docsOf((docs) => docs.page()),
-};
+});
 
-export const OpenApiDocument: RouteSpec = {
-  operationId: 'OpenApiDocument',
-  method: 'GET',
-  path: '/swagger/openapi.json',
-  listener: 'public',
-  auth: 'none',
-  tag: 'Documentation',
-  notInDocument: NOT_AN_OPERATION,
-  summary: 'This OpenAPI 3.1 document (docs/openapi.json in the repository)',
+export const OpenApiDocument = route('GET /swagger/openapi.json', 'OpenApiDocument', 'Documentation', 'This OpenAPI 3.1 document (docs/openapi.json in the repository)', {
+  auth: 'none', notInDocument: NOT_AN_OPERATION,
   responses: { 200: { description: 'The OpenAPI document.', media: { 'application/json': { type: 'object' } } } },
   bind: docsOf((docs) => docs.document()),
-};
+});
 
-export const SwaggerAsset: RouteSpec = {
-  operationId: 'SwaggerAsset',
-  method: 'GET',
-  path: '/swagger/assets/:file',
-  listener: 'public',
-  auth: 'none',
-  tag: 'Documentation',
-  notInDocument: NOT_AN_OPERATION,
-  summary: 'A Swagger UI asset (script, style sheet, icon)',
+export const SwaggerAsset = route('GET /swagger/assets/:file', 'SwaggerAsset', 'Documentation', 'A Swagger UI asset (script, style sheet, icon)', {
+  auth: 'none', notInDocument: NOT_AN_OPERATION,
   pathParams: { file: 'Asset file name, e.g. swagger-ui-bundle.js.' },
   responses: {
     200: { description: 'The asset (JavaScript, CSS or PNG), cached for a day.', media: { 'text/javascript': { type: 'string' }, 'text/css': { type: 'string' }, 'image/png': { type: 'string', contentMediaType: 'image/png' } }, headers: ['Cache-Control'] },
     404: { description: 'No such asset (route_not_found).', schema: 'error' },
   },
   bind: docsOf((docs, ctx) => docs.asset(ctx.params['file'] ?? '')),
-};
+});

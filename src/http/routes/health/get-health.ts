@@ -1,7 +1,7 @@
 import typia from 'typia';
 import type { PublicHealth } from '../../../app/health.js';
 import type { Reply } from '../../router.js';
-import { json, type ResponseSpec, type RouteSpec } from '../../route-spec.js';
+import { json, type ResponseSpec, route } from '../../route-spec.js';
 import { api } from '../bind.js';
 
 /** Health answers 503 unless every component is ok; the report is renewed every second. */
@@ -15,15 +15,9 @@ export function degraded(schema: ResponseSpec): ResponseSpec {
 
 const ok = json('Every component is ok.', typia.json.schema<PublicHealth, '3.1'>());
 
-export const GetHealth: RouteSpec = {
-  operationId: 'GetHealth',
-  method: 'GET',
-  path: '/api/Admin/health',
-  listener: 'public',
+export const GetHealth = route('GET /api/Admin/health', 'GetHealth', 'Health', 'System health; no API key', {
   auth: 'none',
-  tag: 'Health',
-  summary: 'System health; no API key',
   description: 'Component statuses and public facts only (version, roles, hash backend, chain id, contract, anchorer address). The detailed report is on the administration listener.',
   responses: { 200: ok, 503: degraded(ok) },
   bind: api((s) => async () => healthReply(await s.health.publicReport())),
-};
+});

@@ -1,7 +1,7 @@
 import { CID } from 'multiformats/cid';
 import { DrisError } from '../../../errors/dris-error.js';
 import type { Reply, RequestContext, Route } from '../../router.js';
-import type { Handler, RouteSpec } from '../../route-spec.js';
+import { route, type Handler } from '../../route-spec.js';
 import type { GatewayContent } from '../../services.js';
 import { choice } from '../../query.js';
 
@@ -37,14 +37,8 @@ interface MediaRange {
 const IMMUTABLE = 'public, max-age=29030400, immutable';
 const bytes = { type: 'string', contentMediaType: 'application/octet-stream' };
 
-export const GetIpfsContent: RouteSpec = {
-  operationId: 'GetIpfsContent',
-  method: 'GET',
-  path: '/ipfs/:cid',
-  listener: 'public',
+export const GetIpfsContent = route('GET /ipfs/:cid', 'GetIpfsContent', 'IPFS', 'A manifest from the embedded IPFS node (trustless gateway)', {
   auth: 'none',
-  tag: 'IPFS',
-  summary: 'A manifest from the embedded IPFS node (trustless gateway)',
   description:
     'Served only when the embedded IPFS node is used (no DRIS_IPFS_API_URL); otherwise 404. `format` (or the Accept header) chooses one raw block, a CAR of the DAG, or the file itself. ' +
     'CAR parameters: car-version (1), car-order (dfs, unk), car-dups (y, n), dag-scope (block, entity, all); entity-bytes is refused.',
@@ -66,7 +60,7 @@ export const GetIpfsContent: RouteSpec = {
     404: { description: 'The store does not hold this CID (or this process has no embedded IPFS node).', schema: 'error' },
   },
   bind: (services) => (services.gateway === undefined ? null : gatewayHandler(services.gateway.content, services.gateway.readTimeoutMs)),
-};
+});
 
 /** The gateway route over a block store (the embedded pinner). */
 export function ipfsGatewayRoutes(content: GatewayContent, options: IpfsGatewayOptions = {}): Route[] {

@@ -3,23 +3,15 @@ import { retrySnapshot } from '../../../app/snapshots/retry-snapshot.js';
 import type { RetryResponse } from '../../../app/views.js';
 import { callerOf, pathParam } from '../../params.js';
 import { readQuery, tenant } from '../../query.js';
-import { error, json, reply, type RouteSpec } from '../../route-spec.js';
+import { error, json, reply, route } from '../../route-spec.js';
 import { api, SNAPSHOT_ID, TENANT_NOTE } from '../bind.js';
 import { EMPTY_BODY, noMembers } from '../empty-body.js';
 
 const query = { tenantId: tenant(TENANT_NOTE) };
 
-export const RetrySnapshot: RouteSpec = {
-  operationId: 'RetrySnapshot',
-  method: 'POST',
-  path: '/api/v1/snapshots/:snapshotId/retry',
-  listener: 'public',
-  auth: 'apiKey',
-  tag: 'Status',
-  summary: 'Retry a Failed snapshot',
+export const RetrySnapshot = route('POST /api/v1/snapshots/:snapshotId/retry', 'RetrySnapshot', 'Status', 'Retry a Failed snapshot', {
   description: "Sends a Failed snapshot's batch back to be anchored. The request takes no body; an empty JSON object is accepted too.",
-  pathParams: SNAPSHOT_ID,
-  query,
+  pathParams: SNAPSHOT_ID, query,
   body: EMPTY_BODY,
   responses: {
     202: json('Snapshot re-queued (status PendingAnchor).', typia.json.schema<RetryResponse, '3.1'>()),
@@ -30,4 +22,4 @@ export const RetrySnapshot: RouteSpec = {
     noMembers(ctx);
     return reply<RetryResponse>(202, await retrySnapshot(s, callerOf(ctx), pathParam(ctx, 'snapshotId'), readQuery(ctx.query, query).tenantId));
   }),
-};
+});

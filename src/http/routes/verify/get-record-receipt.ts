@@ -3,7 +3,7 @@ import { recordReceipt } from '../../../app/verify/record-receipt.js';
 import type { Receipt } from '../../../domain/verification/types.js';
 import { callerOf } from '../../params.js';
 import { flag, readQuery, requiredText, tenant, text } from '../../query.js';
-import { error, json, reply, type RouteSpec } from '../../route-spec.js';
+import { error, json, reply, route } from '../../route-spec.js';
 import { api } from '../bind.js';
 
 const query = {
@@ -15,14 +15,7 @@ const query = {
   includePayload: flag('true to include the payload (needs the payload scope of the retrieval policy).'),
 };
 
-export const GetRecordReceipt: RouteSpec = {
-  operationId: 'GetRecordReceipt',
-  method: 'GET',
-  path: '/api/v1/receipts/record',
-  listener: 'public',
-  auth: 'apiKey',
-  tag: 'Verification',
-  summary: 'Download the receipt of an anchored record (offline evidence bundle)',
+export const GetRecordReceipt = route('GET /api/v1/receipts/record', 'GetRecordReceipt', 'Verification', 'Download the receipt of an anchored record (offline evidence bundle)', {
   query,
   responses: {
     200: { ...json('Receipt, served as an attachment; check it with `dris verify`.', typia.json.schema<Receipt, '3.1'>()), headers: ['Content-Disposition'] },
@@ -34,4 +27,4 @@ export const GetRecordReceipt: RouteSpec = {
     const { receipt, fileName } = await recordReceipt(s, callerOf(ctx), readQuery(ctx.query, query));
     return reply<Receipt>(200, receipt, { 'Content-Disposition': `attachment; filename="${fileName}"` });
   }),
-};
+});

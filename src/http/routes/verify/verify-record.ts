@@ -3,19 +3,12 @@ import { verifyRecord } from '../../../app/verify/verify-record.js';
 import { DrisError } from '../../../errors/dris-error.js';
 import type { VerificationResult, VerifyRecordBody, VerifyRecordRequest } from '../../../domain/verification/types.js';
 import { bodyOf, callerOf } from '../../params.js';
-import { json, reply, type RouteSpec } from '../../route-spec.js';
+import { json, reply, route } from '../../route-spec.js';
 import { api } from '../bind.js';
 
 const validate = typia.createValidate<VerifyRecordRequest>();
 
-export const VerifyRecord: RouteSpec = {
-  operationId: 'VerifyRecord',
-  method: 'POST',
-  path: '/api/v1/verify/record',
-  listener: 'public',
-  auth: 'apiKey',
-  tag: 'Verification',
-  summary: 'Verify a record against its on-chain Merkle proof',
+export const VerifyRecord = route('POST /api/v1/verify/record', 'VerifyRecord', 'Verification', 'Verify a record against its on-chain Merkle proof', {
   description:
     'Without batchId the stored record is verified (mode `stored`), or the payload sent is hashed and compared (mode `payload`). With batchId only the IPFS manifest and the chain are read ' +
     '(mode `batch`): database, salt and payload or payloadHash of the 202 answer are then required. A payload is read under the I-JSON rules, as at ingestion.',
@@ -30,4 +23,4 @@ export const VerifyRecord: RouteSpec = {
     }
     return reply<VerificationResult>(200, await verifyRecord(s, callerOf(ctx), body));
   }),
-};
+});
