@@ -119,7 +119,7 @@ export function tenant(description = "Tenant; the key's own when absent. A tenan
 
 /** Cursor and page size of a listing. */
 export function paging(): { readonly cursor: QueryParam<string | undefined>; readonly limit: QueryParam<number> } {
-  return { cursor: text('nextCursor of the previous page.'), limit: pageSize() };
+  return { cursor: text('nextCursor of the previous page of the same listing (an opaque token: any other value is refused, 400).'), limit: pageSize() };
 }
 
 /** `from`, `to`, `cursor` and `limit` of a listing over time. */

@@ -48,9 +48,13 @@ export interface BulkRecord extends Omit<IngestRecordRequest, 'tenantId'> {
 /**
  * Each item of a bulk request is validated on its own: an item that is not a valid record is
  * rejected alone (listed in `rejected`) while the others are accepted, so the document lets any
- * item through and names the record schema beside it.
+ * item through, names the record schema beside it, and asks for at least one valid record (a
+ * request without one is refused whole).
  */
-type ItemByItem<Item extends string> = tags.JsonSchemaPlugin<{ items: { anyOf: [{ $ref: `#/components/schemas/${Item}` }, { description: 'anything else: this item is rejected on its own' }] } }>;
+type ItemByItem<Item extends string> = tags.JsonSchemaPlugin<{
+  items: { anyOf: [{ $ref: `#/components/schemas/${Item}` }, { description: 'anything else: this item is rejected on its own' }] };
+  contains: { $ref: `#/components/schemas/${Item}` };
+}>;
 
 /** Bulk form A: one tenant, many records. */
 export interface BulkIngestFormA {
