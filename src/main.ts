@@ -13,11 +13,9 @@ import { Indexer, DEFAULT_INDEXER_OPTIONS } from './app/indexer.js';
 import { Accumulator } from './app/accumulator.js';
 import { Anchorer } from './app/anchorer.js';
 import { fenceTerm, LeaderLoop } from './app/leader-loop.js';
-import { pipelineRoutes } from './http/pipeline-routes.js';
-import { verifyRoutes } from './http/verify-routes.js';
 import { Verifier } from './app/verifier.js';
 import type { ChainReader } from './domain/verification/ports.js';
-import type { Route } from './http/router.js';
+import type { GatewayContent } from './http/services.js';
 import { KeyAdmin, resolveAdminToken } from './app/key-admin.js';
 import { chainFacts, HealthMonitor, type Probe } from './app/health.js';
 import { startAdminListener } from './http/admin-listener.js';
@@ -33,10 +31,7 @@ import { recoverIdempotencyAnswers } from './app/idempotency-recovery.js';
 import { ProcessLock } from './adapters/process-lock.js';
 import { StorageGuard } from './adapters/storage/storage-guard.js';
 import { onStorageFault } from './adapters/storage/storage-faults.js';
-import { Router } from './http/router.js';
-import { buildRoutes } from './http/routes.js';
-import { buildOpenApi } from './http/openapi.js';
-import { swaggerAssets } from './http/swagger.js';
+import { publicRouter } from './http/public-router.js';
 import { UwsHttpServer, uwsIsNative } from './http/uws-server.js';
 import { componentLogger } from './util/logger.js';
 import { openEventSeam } from './app/pipeline-stats.js';
@@ -111,7 +106,8 @@ const ACCUMULATOR_CONSUMER = 'accumulator';
 interface Pipeline {
   readonly pinner: Pinner;
   readonly chain: Chain;
-  readonly gateway: Route[];
+  /** The embedded IPFS node's blocks, for the gateway route; null with Kubo. */
+  readonly gateway: GatewayContent | null;
   readonly adapters: { readonly ipfs: string; readonly chain: string };
   close(): Promise<void>;
 }
@@ -120,16 +116,15 @@ interface Pipeline {
 async function openPipeline(cfg: Config): Promise<Pipeline> {
   const closers: (() => Promise<void>)[] = [];
   let pinner: Pinner;
-  let gateway: Route[] = [];
+  let gateway: GatewayContent | null = null;
   if (cfg.ipfsApiUrl !== undefined) {
     const { KuboPinner } = await import('./adapters/ipfs/kubo-pinner.js');
     pinner = new KuboPinner({ url: cfg.ipfsApiUrl });
   } else {
     const { EmbeddedPinner } = await import('./adapters/ipfs/embedded-pinner.js');
-    const { ipfsGatewayRoutes } = await import('./http/ipfs-gateway-routes.js');
     const embedded = await EmbeddedPinner.open({ directory: path.join(cfg.dataDir, 'ipfs') });
     pinner = embedded;
-    gateway = ipfsGatewayRoutes(embedded);
+    gateway = embedded;
   }
   closers.push(() => pinner.close());
   let chain: Chain;
@@ -404,7 +399,7 @@ export async function startService(cfg: Config): Promise<RunningService> {
       const verifierPinner = pipeline?.pinner ?? (await openVerifierPinner(cfg));
       if (verifierPinner !== null && pipeline === null) closers.push(() => verifierPinner.close());
       let boundPort: number | null = null;
-      const embeddedGateway = (pipeline?.gateway.length ?? 0) > 0;
+      const embeddedGateway = (pipeline?.gateway ?? null) !== null;
       const verifier = new Verifier(
         { hashing: hashing.backend, evidence, store, chain: reader, pinner: verifierPinner, history, events },
         {
@@ -418,20 +413,12 @@ export async function startService(cfg: Config): Promise<RunningService> {
           ...(cfg.chain.explorerTxUrl === undefined ? {} : { explorerTxUrl: cfg.chain.explorerTxUrl }),
         },
       );
-      const router = new Router([
-        ...pipelineRoutes({ store, anchorer, maxBodyBytes: cfg.maxBodyBytes, audit, evidence: evidenceAccess }),
-        ...verifyRoutes({ verifier, evidence, history, audit, policies: evidenceAccess, maxBodyBytes: cfg.maxBodyBytes }),
-        ...(pipeline?.gateway ?? []),
-        ...buildRoutes({
-          ingest,
-          index: storage.records,
-          health,
-          evidence: evidenceAccess,
-          swagger: swaggerAssets(buildOpenApi(version)),
-          maxBodyBytes: cfg.maxBodyBytes,
-          maxBulkBodyBytes: cfg.maxBulkBodyBytes,
-        }),
-      ]);
+      const router = publicRouter({
+        api: { ingest, index: storage.records, store, anchorer, audit, evidence, history, policies: evidenceAccess, verifier, health, events },
+        gateway: pipeline?.gateway ?? null,
+        version,
+        limits: { record: cfg.maxBodyBytes, bulk: cfg.maxBulkBodyBytes },
+      });
       const adminListener = await startAdminListener({
         host: cfg.adminHost,
         port: cfg.adminPort,

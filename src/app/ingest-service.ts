@@ -9,7 +9,7 @@ import { newIngestId } from '../domain/records/ids.js';
 import { assertTenant, type Principal } from './authenticator.js';
 import { validateBulkEnvelope, validateIngestRecord } from './validators.js';
 import { RequestClaims, type ClaimOutcome } from './idempotency-claims.js';
-import { answerOf, messageIdOf, noteText, recordFingerprint, type Candidate } from './ingest-messages.js';
+import { answerOf, messageIdOf, noteText, recordFingerprint, STORED_ACCEPTED, type Candidate, type IngestOutcome } from './ingest-messages.js';
 import { BulkIngestion, MAX_BULK_ITEMS } from './bulk-ingest.js';
 import { NO_EVENTS, type EventPublisher } from './events.js';
 
@@ -19,10 +19,7 @@ export interface RecordHasher {
   recordHashes(envelopes: readonly RecordEnvelope[]): Promise<string[]>;
 }
 
-export interface IngestOutcome<T> {
-  readonly status: number;
-  readonly body: T;
-}
+export type { IngestOutcome };
 
 export interface IngestDeps {
   readonly hasher: RecordHasher;
@@ -205,7 +202,7 @@ export class IngestService {
       const [rec] = (await this.build(principal, [cand], correlationId)) as [OutgoingRecord];
       await this.deps.queue.publish([rec]);
       this.accepted(rec.tenantId, 1, 0);
-      return { status: 202, body: answerOf(rec) };
+      return { outcome: 'accepted', body: answerOf(rec) };
     }
     const key = this.idemKey(cand.req.tenantId, idem);
     const fingerprint = cand.fingerprint();
@@ -214,7 +211,7 @@ export class IngestService {
       const [claimed] = (await claims.claim([{ key, fingerprint }])) as [ClaimOutcome];
       if (claimed.kind === 'replay') {
         this.accepted(cand.req.tenantId, 0, 1);
-        return { status: claimed.status, body: { ...(JSON.parse(claimed.body) as IngestRecordResponse), idempotencyReplayed: true } };
+        return { outcome: 'accepted', body: { ...(JSON.parse(claimed.body) as IngestRecordResponse), idempotencyReplayed: true } };
       }
       if (claimed.kind !== 'owned') throw claimError(claimed.kind);
       const [rec] = (await this.build(principal, [{ ...cand, idempotencyKey: idem }], correlationId)) as [OutgoingRecord];
@@ -225,10 +222,10 @@ export class IngestService {
       if (stored === undefined) throw new DrisError('internal_error', 'a duplicate message without records');
       const storedFingerprint = published.duplicate ? recordFingerprint(stored) : fingerprint;
       const answer = answerOf(stored);
-      await claims.complete(key, { state: 'done', fingerprint: storedFingerprint, status: 202, body: JSON.stringify(answer) });
+      await claims.complete(key, { state: 'done', fingerprint: storedFingerprint, status: STORED_ACCEPTED, body: JSON.stringify(answer) });
       if (storedFingerprint !== fingerprint) throw claimError('conflict');
       this.accepted(stored.tenantId, published.duplicate ? 0 : 1, published.duplicate ? 1 : 0);
-      return { status: 202, body: { ...answer, idempotencyReplayed: published.duplicate } };
+      return { outcome: 'accepted', body: { ...answer, idempotencyReplayed: published.duplicate } };
     } finally {
       await claims.end();
     }
@@ -257,7 +254,7 @@ export class IngestService {
         if (claimed.kind === 'replay') {
           const replayed = JSON.parse(claimed.body) as BulkIngestResponse;
           this.accepted(tenantId, 0, replayed.accepted);
-          return { status: claimed.status, body: replayed };
+          return { outcome: 'accepted', body: replayed };
         }
         if (claimed.kind !== 'owned') throw claimError(claimed.kind);
       }
@@ -284,7 +281,7 @@ export class IngestService {
         } else bulk.add(c.candidate);
       }
       const outcome = await bulk.run(items.length);
-      if (requestKey !== null) await claims.complete(requestKey, { state: 'done', fingerprint: bodyFingerprint, status: outcome.status, body: JSON.stringify(outcome.body) });
+      if (requestKey !== null) await claims.complete(requestKey, { state: 'done', fingerprint: bodyFingerprint, status: STORED_ACCEPTED, body: JSON.stringify(outcome.body) });
       if (this.events.wants('RecordsAccepted')) {
         let replayed = 0;
         for (const item of outcome.body.items) if (item.idempotencyReplayed) replayed += 1;
