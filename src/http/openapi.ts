@@ -68,11 +68,21 @@ function normalize(value: unknown): unknown {
   if (typeof value !== 'object' || value === null) return value;
   const out: Json = {};
   for (const [k, v] of Object.entries(value)) out[k] = normalize(v);
+  // typia lists a union's literals in the order the compiler met them, which differs between
+  // units of one build: a stable order makes the same type the same schema everywhere.
+  const oneOf = out['oneOf'];
+  if (Array.isArray(oneOf) && oneOf.every(isConstOnly)) out['oneOf'] = [...oneOf].sort((a, b) => compareText(JSON.stringify(a), JSON.stringify(b)));
   const ref = out['$ref'];
   if (ref === undefined || Object.keys(out).every((k) => ANNOTATIONS.has(k))) return out;
   delete out['$ref'];
   return { allOf: [{ $ref: ref }, out] };
 }
+
+function isConstOnly(v: unknown): boolean {
+  return typeof v === 'object' && v !== null && Object.keys(v).length === 1 && 'const' in v;
+}
+
+const compareText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 const headersOf = (names: readonly string[]): Json => Object.fromEntries(names.map((n) => [n, { $ref: `#/components/headers/${n}` }]));
 
