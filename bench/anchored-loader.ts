@@ -3,8 +3,7 @@ import path from 'node:path';
 import { Anchorer } from '../src/app/anchorer.js';
 import { startEmbeddedChain } from '../src/adapters/chain/embedded-chain.js';
 import { loadHashingBackend } from '../src/adapters/hashing/select-backend.js';
-import { ChdbIndex } from '../src/adapters/index/chdb-index.js';
-import { ClickHousePipelineStore } from '../src/adapters/index/clickhouse-pipeline-store.js';
+import { openClickHouseStorage } from '../src/adapters/clickhouse/open-storage.js';
 import { EmbeddedPinner } from '../src/adapters/ipfs/embedded-pinner.js';
 import { ProcessLock } from '../src/adapters/process-lock.js';
 import type { HashingBackend } from '../src/domain/hashing/port.js';
@@ -100,10 +99,10 @@ export async function loadAnchoredRecords(o: LoadOptions): Promise<LoadResult> {
   };
   try {
     const { backend: hashing } = await loadHashingBackend('auto');
-    const index = new ChdbIndex({ path: path.join(o.dataDir, 'clickhouse'), queryTimeoutMs: 600_000 });
+    const { storage: index } = await openClickHouseStorage({ engine: { kind: 'embedded', path: path.join(o.dataDir, 'clickhouse'), queryTimeoutMs: 600_000 } });
     closers.push(() => index.close());
-    await index.migrate();
-    const store = new ClickHousePipelineStore(index.runner, index.database);
+    await index.database.migrate();
+    const store = index.pipeline;
     const pinner = await EmbeddedPinner.open({ directory: path.join(o.dataDir, 'ipfs') });
     closers.push(() => pinner.close());
     // Receipts polled every 10 ms rather than 100: anvil mines at once, and the load waits on
@@ -125,7 +124,7 @@ export async function loadAnchoredRecords(o: LoadOptions): Promise<LoadResult> {
       const records = acceptRecords(o, hashing, first, count, firstAcceptedMs + Math.floor(first / 2));
       const formed = formBatch(records, hashing, Date.now());
       // The indexer's insert first, then the accumulator's batch: the order of the real pipeline.
-      const w: Promise<void> = index
+      const w: Promise<void> = index.records
         .insertRecords(records)
         .then(() => store.saveFormedBatch(formed))
         .then(() => anchorer.notify())
@@ -142,10 +141,10 @@ export async function loadAnchoredRecords(o: LoadOptions): Promise<LoadResult> {
     if (failure !== null) throw failure;
     const formSeconds = (Date.now() - started) / 1000;
 
-    const db = index.database;
+    const db = index.database.name;
     let lastReport = 0;
     for (;;) {
-      const rows = await index.runner.query<{ status: string; n: number | string }>(`SELECT status, count() AS n FROM ${db}.batches FINAL GROUP BY status`);
+      const rows = await index.database.runner.query<{ status: string; n: number | string }>(`SELECT status, count() AS n FROM ${db}.batches FINAL GROUP BY status`);
       const count = (s: string): number => Number(rows.find((r) => r.status === s)?.n ?? 0);
       if (count('Failed') > 0) throw new Error(`${count('Failed')} batches failed to anchor; see the anchorer's log`);
       o.step?.('anchor', count('Anchored'), batches);

@@ -32,6 +32,14 @@ for s in "${suites[@]}"; do
     ensure_redis >/dev/null || fail_setup "redis-server"
     ensure_kubo >/dev/null || fail_setup "kubo"
   fi
+  if [ "$s" = integration ]; then
+    # The deployment checks (test/integration/deploy-*.test.ts): built or fetched once per machine.
+    ensure_helm >/dev/null || fail_setup "helm"
+    ensure_promtool >/dev/null || fail_setup "promtool"
+    ensure_hadolint >/dev/null || fail_setup "hadolint"
+    ensure_deploy_check >/dev/null || fail_setup "dris-deploy-check (deploy/checks)"
+    ensure_systemd_analyze >/dev/null || fail_setup "systemd-analyze"
+  fi
   if [ "$s" = bench ]; then
     ensure_chromium >/dev/null || fail_setup "chromium"
   fi

@@ -5,13 +5,13 @@ import { describeConfig, type Config } from './config/config.js';
 import { DrisError } from './errors/dris-error.js';
 import type { Probe } from './app/health.js';
 import { Indexer, DEFAULT_INDEXER_OPTIONS } from './app/indexer.js';
-import { ClickHousePipelineStore } from './adapters/index/clickhouse-pipeline-store.js';
 import type { Logger } from './util/logger.js';
 import { rootLoggerOf } from './composition/root-logger.js';
 import { Closers } from './composition/closers.js';
 import { guardDataDir } from './composition/guard-data-dir.js';
 import { openHashing } from './composition/open-hashing.js';
-import { openIndex } from './composition/open-index.js';
+import { openStorage } from './composition/open-index.js';
+import { openEventSeam } from './app/pipeline-stats.js';
 import { openQueue } from './composition/open-queue.js';
 import { startAnchoring } from './composition/start-anchoring.js';
 import { startApi } from './composition/start-api.js';
@@ -22,7 +22,7 @@ import { startApi } from './composition/start-api.js';
  * command. The wiring of each part lives in src/composition/; this file orders them.
  */
 
-export { openIndex } from './composition/open-index.js';
+export { openStorage } from './composition/open-index.js';
 export { rootLoggerOf } from './composition/root-logger.js';
 export * from './composition/tools.js';
 
@@ -62,26 +62,29 @@ async function wire(cfg: Config, root: Logger, closers: Closers, markFailed: (er
   log.info({ config: describeConfig(cfg), version }, 'starting');
   const guard = await guardDataDir(cfg, closers, markFailed, root);
   const hashing = await openHashing(cfg, closers, log);
-  const { index, adapter: indexAdapter } = await openIndex(cfg);
-  closers.add(() => index.close());
-  await index.migrate();
+  // Domain events (src/app/events.ts): created once, given to every use case.
+  const { events, stats } = openEventSeam(root.child({ component: 'events' }));
+  closers.add(() => events.close());
+  const { storage, adapter: indexAdapter } = await openStorage(cfg, root.child({ component: 'hot-index' }));
+  closers.add(() => storage.close());
+  await storage.database.migrate();
   const { queue, adapter: queueAdapter } = await openQueue(cfg, guard, root);
   closers.add(() => queue.close());
   const probes: Probe[] = [
     { name: 'queue', adapter: queueAdapter, check: () => queue.check() },
-    { name: 'index', adapter: indexAdapter, check: () => index.check() },
+    { name: 'index', adapter: indexAdapter, check: () => storage.database.check() },
   ];
   if (guard !== null) probes.push({ name: 'storage', adapter: 'local-disk', check: () => guard.check() });
   if (cfg.roles.includes('indexer')) {
-    const indexer = new Indexer(queue, index, { ...DEFAULT_INDEXER_OPTIONS, maxDeliveries: cfg.maxDeliveries }, index);
+    const indexer = new Indexer(queue, storage.records, { ...DEFAULT_INDEXER_OPTIONS, maxDeliveries: cfg.maxDeliveries }, storage.audit, { events, logger: root.child({ component: 'indexer' }) });
     indexer.start();
     closers.add(() => indexer.stop());
   }
-  const store = new ClickHousePipelineStore(index.runner, index.database);
-  const context = { cfg, root, closers, probes, queue, store };
+  const store = storage.pipeline;
+  const context = { cfg, root, closers, probes, queue, store, events };
   const anchoring = cfg.roles.includes('anchorer') ? await startAnchoring({ ...context, hashing: hashing.backend }) : null;
   if (!cfg.roles.includes('api')) return { port: null, adminPort: null };
-  return startApi({ ...context, log, version, startedAtMs, hashing, index, anchoring });
+  return startApi({ ...context, log, version, startedAtMs, hashing, storage, stats, anchoring });
 }
 
 export async function startService(cfg: Config): Promise<RunningService> {

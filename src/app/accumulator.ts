@@ -3,7 +3,9 @@ import { formBatch, type FormedBatch } from '../domain/pipeline/batch-formation.
 import type { PipelineStore } from '../domain/pipeline/ports.js';
 import type { Delivery, RecordQueue, Subscription } from '../domain/records/ports.js';
 import type { AcceptedRecord } from '../domain/records/types.js';
-import { componentLogger } from '../util/logger.js';
+import type { Logger } from '../util/logger.js';
+import type { EventPublisher } from './events.js';
+import { reportingOf, type UseCaseDeps } from './use-case-deps.js';
 
 /**
  * Closes a flush at maxRecords or maxWaitMs after its first record, whichever comes first, and
@@ -15,7 +17,8 @@ import { componentLogger } from '../util/logger.js';
  * are formed together and stored in one write (one insert per table, the batch rows last): each is
  * still formed from the first records not yet batched, in stream order, and a write stores all of
  * its batches or none, so a retry or a crash re-forms exactly the batches that were not stored.
- * Stored batches are handed to the anchorer (`onBatchesFormed`), which then need not read them back.
+ * Stored batches are published (BatchFormed, with their snapshots): the anchorer, fed by that event,
+ * then need not read them back from the store.
  */
 
 /** Full batches formed and stored by one write. */
@@ -31,6 +34,8 @@ export interface AccumulatorOptions {
   /** Delay before a failed batch write is tried again, milliseconds. */
   readonly retryMs: number;
 }
+
+export type AccumulatorDeps = UseCaseDeps;
 
 interface Held {
   readonly delivery: Delivery;
@@ -49,8 +54,8 @@ export class Accumulator {
   private timer: NodeJS.Timeout | null = null;
   /** Serialises flushes with the handler: one batch is formed at a time, in stream order. */
   private chain: Promise<void> = Promise.resolve();
-  private readonly log = componentLogger('accumulator');
-  private formed = 0;
+  private readonly log: Logger;
+  private readonly events: EventPublisher;
   /** Records accepted up to then may have been batched by an earlier run (or term). */
   private suspectBeforeMs = 0;
 
@@ -59,11 +64,9 @@ export class Accumulator {
     private readonly store: PipelineStore,
     private readonly hashing: HashingBackend,
     private readonly options: AccumulatorOptions,
-    private readonly onBatchesFormed: (formed: readonly FormedBatch[]) => void,
-  ) {}
-
-  get batchesFormed(): number {
-    return this.formed;
+    deps: AccumulatorDeps = {},
+  ) {
+    ({ events: this.events, log: this.log } = reportingOf(deps, 'accumulator'));
   }
 
   start(): void {
@@ -158,10 +161,9 @@ export class Accumulator {
       return false;
     }
     // Before the acks, which may yield: the anchorer then need not find these in the store first.
-    this.onBatchesFormed(formed);
+    this.published(formed);
     const done: Delivery[] = [];
     for (const [i, f] of formed.entries()) {
-      this.formed += 1;
       this.log.info({ batchId: f.batch.batchId, records: f.batch.treeSize, snapshots: f.snapshots.length }, 'batch formed');
       for (const p of takes[i] ?? []) {
         p.held.remaining -= 1;
@@ -175,6 +177,13 @@ export class Accumulator {
       this.armTimer(this.options.maxWaitMs);
     }
     return true;
+  }
+
+  /** Ids, hashes and counts only: the records themselves stay out of the events. */
+  private published(formed: readonly FormedBatch[]): void {
+    this.events.publish({ type: 'BatchFormed', batches: formed.map((f) => ({ batch: f.batch, snapshots: f.snapshots })), atMs: Date.now() });
+    if (!this.events.wants('SnapshotStateChanged')) return;
+    for (const f of formed) this.events.publish({ type: 'SnapshotStateChanged', batchId: f.batch.batchId, state: 'Batched', snapshots: f.snapshots, reason: `assigned to batch ${f.batch.batchId}` });
   }
 
   /** Stops consuming; records not yet in a batch are given back unacked, for whoever consumes next. */

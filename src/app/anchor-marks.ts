@@ -1,14 +1,16 @@
 import type { ChainInfo, PipelineStore } from '../domain/pipeline/ports.js';
 import type { Batch, LifecycleEntry, Snapshot } from '../domain/pipeline/types.js';
+import { ingestIdTimeMs } from '../domain/records/ids.js';
 import type { Logger } from '../util/logger.js';
 import { REQUEUED_REASON } from './anchor-transitions.js';
+import { NO_EVENTS, type EventPublisher } from './events.js';
 
 /**
  * Recording batches as Anchored runs behind the anchoring loop, several batches per write: their
  * snapshots and lifecycle entries in one write, then their batch rows (the batch row last, as
  * everywhere). The chain is the record: a batch whose write is lost (a crash, a store error)
  * stays Pending in the store with its root on chain, and the next pass over the pending batches
- * adopts it.
+ * adopts it. Once written, each batch is published (BatchAnchored, SnapshotStateChanged).
  */
 
 /** Anchored batches recorded in one write. */
@@ -22,6 +24,52 @@ export interface AnchoredMark {
   readonly adopted: boolean;
   /** The batch's snapshots, read while the anchor was on its way. */
   readonly snapshots: Promise<Snapshot[]>;
+  /** What the anchor transaction cost, when this process sent it and the chain adapter says. */
+  readonly cost?: AnchorCost;
+}
+
+export interface AnchorCost {
+  readonly gasUsed: number | null;
+  readonly feeWei: string | null;
+}
+
+/** When the first record of these snapshots was accepted (each lists its ingest ids in order). */
+function firstAcceptedAtMs(snapshots: readonly Snapshot[], fallback: number): number {
+  let first = Number.POSITIVE_INFINITY;
+  for (const s of snapshots) {
+    const id = s.ingestIds[0];
+    const at = id === undefined ? Number.NaN : ingestIdTimeMs(id);
+    if (at < first) first = at;
+  }
+  return Number.isFinite(first) ? first : fallback;
+}
+
+/** Publishes a batch recorded Anchored (`batch` as written) and the move of its snapshots. */
+export function publishAnchored(
+  events: EventPublisher,
+  batch: Batch,
+  snapshots: readonly Snapshot[],
+  how: { readonly epoch: number; readonly adopted: boolean; readonly reason: string; readonly cost?: AnchorCost | undefined },
+): void {
+  if (batch.batchSeq === null) return;
+  events.publish({
+    type: 'BatchAnchored',
+    batchId: batch.batchId,
+    batchSeq: batch.batchSeq,
+    merkleRoot: batch.merkleRoot,
+    txHash: batch.txHash,
+    blockNumber: batch.blockNumber,
+    records: batch.treeSize,
+    snapshots: snapshots.length,
+    createdAtMs: batch.createdAtMs,
+    firstAcceptedAtMs: firstAcceptedAtMs(snapshots, batch.createdAtMs),
+    anchoredAtMs: batch.anchoredAtMs ?? 0,
+    epoch: how.epoch,
+    adopted: how.adopted,
+    gasUsed: how.cost?.gasUsed ?? null,
+    feeWei: how.cost?.feeWei ?? null,
+  });
+  if (events.wants('SnapshotStateChanged')) events.publish({ type: 'SnapshotStateChanged', batchId: batch.batchId, state: 'Anchored', snapshots, reason: how.reason });
 }
 
 /** A batch as recorded once its root is on chain at `batchSeq` (anchored now, or adopted). */
@@ -63,6 +111,7 @@ export class AnchoredMarks {
     private readonly log: Logger,
     private readonly epoch: () => number,
     private readonly onWriteFailed: () => void,
+    private readonly events: EventPublisher = NO_EVENTS,
   ) {}
 
   /** Whether a batch's Anchored write is queued or under way: the store may still say Pending. */
@@ -79,8 +128,15 @@ export class AnchoredMarks {
   push(mark: AnchoredMark): void {
     this.marks.push(mark);
     this.marking.add(mark.batch.batchId);
-    this.writer ??= this.write().finally(() => {
+    this.startWriter();
+  }
+
+  private startWriter(): void {
+    if (this.writer !== null) return;
+    this.writer = this.write().finally(() => {
       this.writer = null;
+      // A mark pushed after the write's last look at the queue, before this ran, is not left behind.
+      if (this.marks.length > 0) this.startWriter();
     });
   }
 
@@ -116,8 +172,10 @@ export class AnchoredMarks {
         }
         await store.putSnapshots(changed, entries);
         await store.putBatches(group.map((m) => m.batch));
-        for (const m of group) {
-          this.log.info({ batchId: m.batch.batchId, batchSeq: m.batch.batchSeq, txHash: m.batch.txHash, records: m.batch.treeSize, epoch: this.epoch() }, 'batch anchored');
+        const epoch = this.epoch();
+        for (const [i, m] of group.entries()) {
+          this.log.info({ batchId: m.batch.batchId, batchSeq: m.batch.batchSeq, txHash: m.batch.txHash, records: m.batch.treeSize, epoch }, 'batch anchored');
+          publishAnchored(this.events, m.batch, snapshots[i] ?? [], { epoch, adopted: m.adopted, reason: m.reason, cost: m.cost });
         }
       } catch (err) {
         this.log.error({ err, batches: group.map((m) => m.batch.batchId) }, 'recording anchored batches failed; they will be adopted from the chain');

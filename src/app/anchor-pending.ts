@@ -11,6 +11,9 @@ import type { Batch, Snapshot } from '../domain/pipeline/types.js';
 /** Pending batches read from the store at once. */
 const PENDING_PAGE = 50;
 
+/** Batches taken up in this term that a late handover is checked against (the newest ones). */
+const TAKEN_UP_REMEMBERED = 4096;
+
 export class PendingBatches {
   private list: Batch[] = [];
   private stale = true;
@@ -23,6 +26,11 @@ export class PendingBatches {
   private readonly handed = new Map<string, readonly Snapshot[]>();
   /** Handed over in this term and not tried yet: formed from records in no stored batch, so not on chain. */
   private readonly fresh = new Set<string>();
+  /**
+   * Taken up by the loop in this term: a handover arrives after the batch is stored, and the loop
+   * may have read it from the store and tried it meanwhile; it is not fresh then, nor due again.
+   */
+  private readonly takenUp = new Set<string>();
 
   /**
    * `store()`: the store of the current term; `taken(id)`: sent and not settled, or anchored and
@@ -44,6 +52,7 @@ export class PendingBatches {
     this.notBefore.clear();
     this.handed.clear();
     this.fresh.clear();
+    this.takenUp.clear();
   }
 
   /** Read from the store before the next batch is taken. */
@@ -53,6 +62,7 @@ export class PendingBatches {
 
   /** A batch formed in this term; with older batches still in the store, it waits for its turn there. */
   handOver(batch: Batch, snapshots: readonly Snapshot[]): void {
+    if (this.takenUp.has(batch.batchId)) return;
     this.handed.set(batch.batchId, snapshots);
     this.fresh.add(batch.batchId);
     if (!this.backlog && !this.stale && !this.taken(batch.batchId) && !this.list.some((b) => b.batchId === batch.batchId)) this.list.push(batch);
@@ -109,7 +119,17 @@ export class PendingBatches {
       if (this.list.length > 0) this.stale = true;
       return null;
     }
-    return this.list.splice(i, 1)[0] ?? null;
+    const taken = this.list.splice(i, 1)[0] ?? null;
+    if (taken !== null) this.noteTakenUp(taken.batchId);
+    return taken;
+  }
+
+  private noteTakenUp(batchId: string): void {
+    if (this.takenUp.size >= TAKEN_UP_REMEMBERED && !this.takenUp.has(batchId)) {
+      const oldest = this.takenUp.values().next();
+      if (oldest.done !== true) this.takenUp.delete(oldest.value);
+    }
+    this.takenUp.add(batchId);
   }
 
   /** The batches due after the one taken last, in the order `next` gives them, at most `limit`. */

@@ -2,7 +2,9 @@ import { toDrisError } from '../errors/dris-error.js';
 import type { Chain, OnChainAnchor, Pinner, PipelineStore } from '../domain/pipeline/ports.js';
 import type { Batch, BatchRef, PreviousBatch, Snapshot } from '../domain/pipeline/types.js';
 import type { Logger } from '../util/logger.js';
+import { publishAnchored } from './anchor-marks.js';
 import { requeueLostAnchor } from './anchor-transitions.js';
+import { NO_EVENTS, type EventPublisher } from './events.js';
 
 /**
  * Reconciliation: what the store says was anchored, held against what the contract holds.
@@ -84,11 +86,12 @@ export class AnchorReconciler {
     private readonly pinner: Pinner,
     private readonly log: Logger,
     private readonly options: ReconcileOptions = DEFAULT_RECONCILE_OPTIONS,
+    private readonly events: EventPublisher = NO_EVENTS,
   ) {}
 
-  /** One pass through `store` (the term's, so its writes carry the term's epoch). */
-  async run(store: PipelineStore, stopped: () => boolean = () => false): Promise<ReconcileResult> {
-    const pass = new Pass(store, this.chain, this.pinner, this.log, this.options, stopped);
+  /** One pass through `store` (the term's, so its writes carry the term's `epoch`). */
+  async run(store: PipelineStore, stopped: () => boolean = () => false, epoch = 0): Promise<ReconcileResult> {
+    const pass = new Pass(store, this.chain, this.pinner, this.log, this.options, stopped, { events: this.events, epoch });
     let complete = true;
     try {
       await pass.walkAnchored();
@@ -121,6 +124,7 @@ class Pass {
     private readonly log: Logger,
     private readonly options: ReconcileOptions,
     private readonly stopped: () => boolean,
+    private readonly term: { readonly events: EventPublisher; readonly epoch: number },
   ) {
     this.deadline = Date.now() + options.budgetMs;
   }
@@ -154,7 +158,7 @@ class Pass {
         const b = await this.store.getBatch(ref.batchId);
         if (b === null || b.status !== 'Anchored') continue;
         if (onChain === null) {
-          await requeueLostAnchor(this.store, b);
+          await requeueLostAnchor(this.store, b, this.term.events);
           this.requeued += 1;
           this.log.warn({ batchId: b.batchId, batchSeq: b.batchSeq }, 'anchored batch missing on-chain; re-queued');
         } else {
@@ -228,6 +232,7 @@ class Pass {
       snapshots.map((s) => ({ snapshotId: s.snapshotId, tenantId: s.tenantId, state: 'Anchored', atMs: at, reason: RECOVERED_REASON, attempt: b.attempts })),
     );
     await this.store.putBatch(anchored);
+    publishAnchored(this.term.events, anchored, snapshots, { epoch: this.term.epoch, adopted: true, reason: RECOVERED_REASON });
     this.recovered += 1;
     this.log.warn({ batchId: b.batchId, batchSeq: onChain.batchSeq, txHash: anchored.txHash }, 'failed batch found anchored on-chain; recorded Anchored');
   }

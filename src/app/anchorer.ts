@@ -1,14 +1,16 @@
-import { DrisError, toDrisError } from '../errors/dris-error.js';
+import { toDrisError, type DrisError } from '../errors/dris-error.js';
 import type { HashingBackend } from '../domain/hashing/port.js';
-import type { FormedBatch } from '../domain/pipeline/batch-formation.js';
 import type { AnchorReceipt, Chain, PipelineStore, Pinner } from '../domain/pipeline/ports.js';
 import type { Batch, Snapshot } from '../domain/pipeline/types.js';
-import { componentLogger } from '../util/logger.js';
-import { anchoredBatch, AnchoredMarks } from './anchor-marks.js';
-import { AnchorReconciler, DEFAULT_RECONCILE_OPTIONS, sequenceCheck, type ReconcileOptions, type ReconcileResult } from './anchor-reconciler.js';
+import { componentLogger, type Logger } from '../util/logger.js';
+import { anchorFoundOnChain, firstSlot } from './anchor-chain-reads.js';
+import { anchoredBatch, AnchoredMarks, type AnchorCost } from './anchor-marks.js';
+import { AnchorReconciler, DEFAULT_RECONCILE_OPTIONS, type ReconcileOptions, type ReconcileResult } from './anchor-reconciler.js';
 import { markBatchFailed, requeueFailedSnapshot, RETRY_REQUESTED, transitionSnapshots } from './anchor-transitions.js';
 import { PreparedManifests } from './anchor-manifests.js';
 import { PendingBatches } from './anchor-pending.js';
+import { AnchorWindow, type InFlight } from './anchor-window.js';
+import { NO_EVENTS, type EventPublisher, type EventSource, type EventSubscription, type FormedBatchRef } from './events.js';
 
 export { requeueFailedSnapshot } from './anchor-transitions.js';
 
@@ -31,25 +33,17 @@ export { requeueFailedSnapshot } from './anchor-transitions.js';
  * Every write goes through the store of the current term (`start(epoch, store)`), fenced by its
  * epoch: a stale leader's late writes never replace its successor's rows.
  *
- * Throughput: nothing waits on a confirmation it does not need.
- * - Up to WINDOW anchors are on their way at once: each takes the sequence after the one sent
- *   before it and names that batch as previous, as if it succeeds; the chain adapter sends them
- *   in order and each awaits its own confirmations. They are settled in order. When one fails,
- *   those sent after it are awaited too: one that stands on chain all the same is kept, the others
- *   go back in their places without an attempt counted against them.
- * - The contract's sequence is read for the first anchor of a window that starts empty after a
- *   failure (or a start, or a reconciliation), and followed from there; each anchor's simulation
- *   still checks it before anything is spent.
- * - Batches formed in this term are handed over by the accumulator with their snapshots
- *   (`enqueue`), so the loop reads the store only for older work (a restart, a retry, a failure);
- *   such a batch is known not to be on chain, so the adoption check is skipped for its first try.
- * - Manifests are built and pinned ahead, for the batches due next (their CIDs follow one from
- *   another; the pins run side by side). After a failure they are built again, and those pinned
- *   ahead stay unused in the block store.
- * - Recording a batch as Anchored (its snapshots, lifecycle and batch row) runs behind the loop,
- *   several batches per write (anchor-marks.ts).
- * Pending batches are read from the store a page at a time, and the previous batch of a manifest
- * is the one sent last.
+ * Throughput (docs/architecture.md, "Pipeline throughput"): nothing waits on a confirmation it
+ * does not need. Up to four anchors are on their way at once (anchor-window.ts), each on the
+ * sequence after the one sent before it, settled in order; the contract's sequence is read only
+ * for a window that starts empty. Manifests of the batches due next are pinned ahead. Anchored is
+ * recorded behind the loop, several batches per write (anchor-marks.ts).
+ *
+ * Batches formed in this term reach the loop with their snapshots through the BatchFormed event
+ * (or `enqueue`), so it reads the store only for older work (a restart, a retry, a failure); such
+ * a batch is known not to be on chain, and skips the adoption check on its first try. The store
+ * stays the record: a BatchFormed lost (the feed's queue was full) only sends the loop to read the
+ * pending batches from the store again, in order.
  */
 
 export interface AnchorerOptions {
@@ -66,18 +60,13 @@ export interface AnchorerOptions {
 /** Batches after the current one whose manifests are pinned while it is anchored. */
 const PIN_AHEAD = 8;
 
-/** Anchors sent before the oldest one is confirmed. */
-const WINDOW = 4;
+/** BatchFormed events held for the loop: each names up to 8 batches; more lost means a read of the store. */
+const FEED_CAPACITY = 256;
 
-/** An anchor sent: its transaction is on its way or awaiting its confirmations. */
-interface InFlight {
-  readonly batch: Batch;
-  readonly attempt: number;
-  readonly batchSeq: number;
-  readonly previous: Batch['previous'];
-  readonly cid: string;
-  readonly snapshots: Promise<Snapshot[]>;
-  readonly receipt: Promise<AnchorReceipt>;
+export interface AnchorerDeps {
+  /** Publishes what anchoring does; with `subscribe`, also feeds the loop (BatchFormed). */
+  readonly events?: EventPublisher & Partial<EventSource>;
+  readonly logger?: Logger;
 }
 
 export const DEFAULT_ANCHORER_OPTIONS: AnchorerOptions = { maxAttempts: 6, baseDelayMs: 1000, maxDelayMs: 60_000, idleMs: 1000, reconcileIntervalMs: 300_000 };
@@ -86,7 +75,10 @@ export class Anchorer {
   private running = false;
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
-  private readonly log = componentLogger('anchorer');
+  private readonly log: Logger;
+  private readonly events: EventPublisher & Partial<EventSource>;
+  /** The BatchFormed feed of the current term. */
+  private feed: EventSubscription | null = null;
   /** A reconciliation is due before the next anchor. */
   private reconcileWanted = false;
   /** The sequences that last sent the loop to reconcile (`sequenceCheck`), so it does so once. */
@@ -94,12 +86,8 @@ export class Anchorer {
   private lastReconcileAtMs = 0;
   /** Pending batches, oldest first: read from the store, or handed over by the accumulator. */
   private readonly pending: PendingBatches;
-  /** The sequence the next anchor takes, followed from the last one sent; null: read it from the contract. */
-  private nextSeq: number | null = null;
-  /** What the next manifest names as previous: the batch sent last (with `nextSeq`). */
-  private nextPrevious: Batch['previous'] = null;
-  /** Anchors sent and not yet settled, oldest first. */
-  private inflight: InFlight[] = [];
+  /** Anchors sent and not yet settled, and the sequence the next one takes. */
+  private readonly window = new AnchorWindow();
   /** Manifests built (and being pinned) for the batch being anchored and the next ones. */
   private readonly prepared: PreparedManifests;
   /** The batch anchored last (the next manifest's previous); undefined: read it from the store. */
@@ -119,22 +107,15 @@ export class Anchorer {
     private readonly chain: Chain,
     private readonly hashing: HashingBackend,
     private readonly options: AnchorerOptions = DEFAULT_ANCHORER_OPTIONS,
+    deps: AnchorerDeps = {},
   ) {
+    this.log = deps.logger ?? componentLogger('anchorer');
+    this.events = deps.events ?? NO_EVENTS;
     this.store = baseStore;
     this.prepared = new PreparedManifests(pinner, hashing);
-    this.marks = new AnchoredMarks(
-      () => this.store,
-      this.log,
-      () => this.epoch,
-      () => this.pending.markStale(),
-    );
-    this.pending = new PendingBatches(
-      () => this.store,
-      (id) => this.taken(id),
-      () => this.marks.batchIds(),
-      options.idleMs,
-    );
-    this.reconciler = new AnchorReconciler(chain, pinner, this.log, options.reconcile ?? DEFAULT_RECONCILE_OPTIONS);
+    this.marks = new AnchoredMarks(() => this.store, this.log, () => this.epoch, () => this.pending.markStale(), this.events);
+    this.pending = new PendingBatches(() => this.store, (id) => this.taken(id), () => this.marks.batchIds(), options.idleMs);
+    this.reconciler = new AnchorReconciler(chain, pinner, this.log, options.reconcile ?? DEFAULT_RECONCILE_OPTIONS, this.events);
     chain.onReset?.(() => this.requestReconcile());
   }
 
@@ -143,8 +124,8 @@ export class Anchorer {
     this.wake?.();
   }
 
-  /** Batches the accumulator formed and stored in this term, in stream order. */
-  enqueue(formed: readonly FormedBatch[]): void {
+  /** Batches the accumulator formed and stored in this term, in stream order (BatchFormed). */
+  enqueue(formed: readonly FormedBatchRef[]): void {
     if (!this.running) return;
     for (const f of formed) {
       this.pending.handOver(f.batch, f.snapshots);
@@ -154,7 +135,7 @@ export class Anchorer {
 
   /** Sent and not settled, or anchored and not yet recorded so: the store still says Pending. */
   private taken(batchId: string): boolean {
-    return this.marks.has(batchId) || this.inflight.some((f) => f.batch.batchId === batchId);
+    return this.marks.has(batchId) || this.window.has(batchId);
   }
 
   /** Rereads pending batches before the next anchor (a batch was sent back by retry). */
@@ -180,12 +161,13 @@ export class Anchorer {
     this.epoch = epoch;
     this.store = store;
     this.pending.reset();
-    this.nextSeq = null;
-    this.nextPrevious = null;
-    this.inflight = [];
+    this.window.clear();
     this.prepared.clear();
     this.lastAnchored = undefined;
     this.sequenceMark = null;
+    // Before the first read of the store: a batch formed from now on is either handed over or read.
+    this.feed =
+      this.events.subscribe?.({ name: 'anchorer', types: ['BatchFormed'], capacity: FEED_CAPACITY, onLoss: () => this.invalidate() }, (e) => this.enqueue(e.batches)) ?? null;
     // A chain that cannot be read now is reconciled by the loop as soon as it answers.
     this.reconcileWanted = !(await this.reconcile()).complete;
     this.loop = this.run();
@@ -193,6 +175,8 @@ export class Anchorer {
 
   async stop(): Promise<void> {
     this.running = false;
+    this.feed?.unsubscribe();
+    this.feed = null;
     this.notify();
     await this.loop;
     await this.marks.flush();
@@ -205,7 +189,7 @@ export class Anchorer {
         const interval = this.options.reconcileIntervalMs;
         if (interval !== undefined && interval > 0 && Date.now() - this.lastReconcileAtMs >= interval) this.reconcileWanted = true;
         // Reconciliation, and a sequence read from the contract, wait for the window to empty.
-        if (this.reconcileWanted && this.inflight.length === 0) {
+        if (this.reconcileWanted && this.window.empty) {
           this.reconcileWanted = false;
           const r = await this.reconcile();
           if (!r.complete) {
@@ -214,32 +198,35 @@ export class Anchorer {
             worked = r.checked > 0;
           }
         }
-        while (!this.reconcileWanted && this.running && this.inflight.length < WINDOW && (this.nextSeq !== null || this.inflight.length === 0)) {
+        while (!this.reconcileWanted && this.running && this.window.open) {
           const due = await this.pending.next();
           if (due === null) break;
           await this.send(due);
           worked = true;
         }
-        if (this.inflight.length > 0) {
+        if (!this.window.empty) {
           await this.settleOldest();
           worked = true;
         }
       } catch (err) {
         this.log.error({ err }, 'anchoring loop error');
       }
-      if (!worked && this.running) {
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, this.options.idleMs);
-          t.unref();
-          this.wake = () => {
-            clearTimeout(t);
-            resolve();
-          };
-        });
-        this.wake = null;
-      }
+      if (!worked && this.running) await this.idle();
     }
-    while (this.inflight.length > 0) await this.settleOldest().catch((err: unknown) => this.log.error({ err }, 'anchoring loop error'));
+    while (!this.window.empty) await this.settleOldest().catch((err: unknown) => this.log.error({ err }, 'anchoring loop error'));
+  }
+
+  /** Waits `idleMs`, or until nudged (`notify`). */
+  private async idle(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, this.options.idleMs);
+      t.unref();
+      this.wake = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    });
+    this.wake = null;
   }
 
   /** The batch a new manifest names as previous: the last one anchored. */
@@ -259,7 +246,7 @@ export class Anchorer {
     const attempt = batch.attempts + 1;
     if (batch.lastError === RETRY_REQUESTED) {
       // A retried batch is taken up again: its snapshots are Batched once more.
-      await transitionSnapshots(this.store, batch.batchId, 'Batched', `re-queued in batch ${batch.batchId}`, 0);
+      await transitionSnapshots(this.store, batch.batchId, 'Batched', `re-queued in batch ${batch.batchId}`, 0, this.events);
       batch = { ...batch, lastError: null };
       await this.store.putBatch(batch);
     }
@@ -267,42 +254,27 @@ export class Anchorer {
     const fresh = this.pending.takeFresh(batch.batchId);
     try {
       if (!fresh) {
-        // A crash after sending leaves the root on-chain and the batch Pending: adopt what the chain says.
-        const onChain = await this.chain.anchorOf(batch.merkleRoot);
-        if (onChain !== null) {
-          this.nextSeq = null;
-          const event = await this.chain.findAnchorEvent(batch.merkleRoot);
-          this.markAnchored(batch, onChain.batchSeq, event?.manifestCid ?? batch.manifestCid, batch.previous, {
-            txHash: event?.txHash ?? batch.txHash,
-            blockNumber: event?.blockNumber ?? batch.blockNumber,
-            atSec: onChain.anchoredAt,
-          }, true);
+        const found = await anchorFoundOnChain(this.chain, batch);
+        if (found !== null) {
+          this.window.forgetSequence();
+          this.markAnchored(batch, found.batchSeq, found.manifestCid, batch.previous, found.tx, true);
           return;
         }
       }
-      let batchSeq = this.nextSeq;
-      let previous = this.nextPrevious;
-      if (batchSeq === null) {
+      let slot = this.window.next();
+      if (slot === null) {
         // The window is empty here: the last batch anchored is the previous one.
-        const previousBatch = await this.previousAnchored();
-        const lastOnChain = await this.chain.lastSequence();
-        const recorded = previousBatch?.batchSeq ?? null;
-        const check = sequenceCheck(recorded, lastOnChain, this.sequenceMark);
-        this.sequenceMark = check.mark;
-        if (check.action === 'reconcile') {
-          this.log.warn({ recorded, onChain: lastOnChain }, `the contract sequence is ${check.why} the recorded anchors; reconciling first`);
+        const first = await firstSlot(this.chain, await this.previousAnchored(), this.sequenceMark, this.log);
+        this.sequenceMark = first.mark;
+        if (first.action === 'reconcile') {
           this.reconcileWanted = true;
           // Nothing was sent: read back after the reconciliation, it is still a first try.
           if (fresh) this.pending.keepFresh(batch.batchId);
           return;
         }
-        if (check.action === 'refuse') {
-          // Reconciled already and still behind: a node whose reads disagree (a lagging replica).
-          throw new DrisError('dependency_unavailable', 'the contract sequence stays behind the recorded anchors', { extra: { recorded, onChain: lastOnChain } });
-        }
-        batchSeq = lastOnChain + 1;
-        previous = previousBatch === null || previousBatch.manifestCid === null ? null : { batchId: previousBatch.batchId, merkleRoot: previousBatch.merkleRoot, cid: previousBatch.manifestCid };
+        slot = first;
       }
+      const { batchSeq, previous } = slot;
       const manifest = await this.prepared.prepare(batch, batchSeq, previous);
       await this.prepared.prepareAhead(batch, batchSeq, manifest.cid, this.pending.dueAhead(PIN_AHEAD));
       const snapshots = this.pending.snapshotsOf(batch.batchId);
@@ -310,9 +282,8 @@ export class Anchorer {
       const receipt = this.chain.anchor({ batchSeq, merkleRoot: batch.merkleRoot, recordCount: batch.treeSize, batchId: batch.batchId, manifestCid: manifest.cid });
       // Settled in order by settleOldest; until then a rejection is not unhandled.
       receipt.catch(() => undefined);
-      this.inflight.push({ batch, attempt, batchSeq, previous, cid: manifest.cid, snapshots, receipt });
-      this.nextSeq = batchSeq + 1;
-      this.nextPrevious = { batchId: batch.batchId, merkleRoot: batch.merkleRoot, cid: manifest.cid };
+      this.window.sent({ batch, attempt, batchSeq, previous, cid: manifest.cid, snapshots, receipt });
+      this.events.publish({ type: 'AnchorSubmitted', batchId: batch.batchId, batchSeq, attempt, epoch: this.epoch });
     } catch (err) {
       const back = await this.attemptFailed(batch, attempt, err);
       // Back in its place, so the page need not be read again for it.
@@ -320,34 +291,20 @@ export class Anchorer {
     }
   }
 
-  /**
-   * Waits for the oldest anchor of the window. When it fails, the ones sent after it assumed its
-   * sequence and named it as previous: each is awaited too, kept if it stands on chain all the
-   * same, otherwise put back in its place without counting an attempt against it.
-   */
+  /** Settles the oldest anchor of the window (anchor-window.ts); what did not stand goes back in its place. */
   private async settleOldest(): Promise<void> {
-    const f = this.inflight.shift();
-    if (f === undefined) return;
-    try {
-      const r = await f.receipt;
-      this.markAnchored(f.batch, f.batchSeq, f.cid, f.previous, { txHash: r.txHash, blockNumber: r.blockNumber, atSec: r.blockTimestamp }, false, f.snapshots);
-      return;
-    } catch (err) {
-      const after = this.inflight.splice(0);
-      const failed = await this.attemptFailed(f.batch, f.attempt, err);
-      const back: Batch[] = failed === null ? [] : [failed];
-      for (const g of after) {
-        try {
-          const r = await g.receipt;
-          this.markAnchored(g.batch, g.batchSeq, g.cid, g.previous, { txHash: r.txHash, blockNumber: r.blockNumber, atSec: r.blockTimestamp }, false, g.snapshots);
-        } catch (e) {
-          this.log.info({ batchId: g.batch.batchId, code: toDrisError(e).code }, 'anchor sent after a failed one did not stand; taken up again');
-          back.push(g.batch);
-        }
-      }
-      // In their places: before anything not sent yet, the failed one first (in its backoff).
-      this.pending.putBack(back);
-    }
+    const back = await this.window.settleOldest(
+      (f, r) => this.confirmed(f, r),
+      (f, err) => this.attemptFailed(f.batch, f.attempt, err),
+      this.log,
+    );
+    // Before anything not sent yet, the failed one first (in its backoff).
+    if (back.length > 0) this.pending.putBack(back);
+  }
+
+  private confirmed(f: InFlight, r: AnchorReceipt): void {
+    const cost: AnchorCost = { gasUsed: r.gasUsed ?? null, feeWei: r.feeWei ?? null };
+    this.markAnchored(f.batch, f.batchSeq, f.cid, f.previous, { txHash: r.txHash, blockNumber: r.blockNumber, atSec: r.blockTimestamp }, false, f.snapshots, cost);
   }
 
   /**
@@ -357,12 +314,13 @@ export class Anchorer {
   private async attemptFailed(batch: Batch, attempt: number, err: unknown): Promise<Batch | null> {
     // Whatever failed, the contract is asked again before the next anchor, and the manifests
     // prepared after this one named it as previous.
-    this.nextSeq = null;
-    this.nextPrevious = null;
+    this.window.forgetSequence();
     this.prepared.clear();
     const e = toDrisError(err);
     this.log.warn({ batchId: batch.batchId, attempt, code: e.code, reason: e.extra['reason'] }, 'anchoring attempt failed');
-    if (attempt >= this.options.maxAttempts) {
+    const willRetry = attempt < this.options.maxAttempts;
+    this.events.publish({ type: 'AnchorAttemptFailed', batchId: batch.batchId, attempt, code: e.code, willRetry });
+    if (!willRetry) {
       await this.markFailed(batch, attempt, e);
       return null;
     }
@@ -382,17 +340,18 @@ export class Anchorer {
     tx: { txHash: string | null; blockNumber: number | null; atSec: number },
     adopted: boolean,
     snapshots: Promise<Snapshot[]> = this.pending.snapshotsOf(batch.batchId),
+    cost?: AnchorCost,
   ): void {
     const updated = anchoredBatch(batch, batchSeq, manifestCid, previous, tx, this.chain.info());
     this.pending.settled(batch.batchId);
     this.prepared.delete(batch.batchId);
     const last = this.lastAnchored;
     if (last !== undefined && (last === null || (last.batchSeq ?? 0) < batchSeq)) this.lastAnchored = updated;
-    this.marks.push({ batch: updated, reason: `root committed in batch ${batchSeq}`, adopted, snapshots });
+    this.marks.push({ batch: updated, reason: `root committed in batch ${batchSeq}`, adopted, snapshots, ...(cost === undefined ? {} : { cost }) });
   }
 
   private async markFailed(batch: Batch, attempts: number, err: DrisError): Promise<void> {
-    await markBatchFailed(this.store, batch, attempts, err.code);
+    await markBatchFailed(this.store, batch, attempts, err.code, this.events);
     this.pending.settled(batch.batchId);
     this.log.error({ batchId: batch.batchId, attempts, code: err.code }, 'batch failed');
   }
@@ -402,7 +361,7 @@ export class Anchorer {
    * at once rather than at the next read of the store.
    */
   async retry(tenantId: string, snapshotId: string): Promise<Snapshot> {
-    const { snapshot, batchId } = await requeueFailedSnapshot(this.baseStore, tenantId, snapshotId);
+    const { snapshot, batchId } = await requeueFailedSnapshot(this.baseStore, tenantId, snapshotId, this.events);
     this.pending.clearBackoff(batchId);
     this.invalidate();
     return snapshot;
@@ -417,10 +376,9 @@ export class Anchorer {
     // Whatever reconciliation changes, the loop reads it back from the store.
     this.pending.markStale();
     this.lastAnchored = undefined;
-    this.nextSeq = null;
-    this.nextPrevious = null;
+    this.window.forgetSequence();
     this.prepared.clear();
     this.lastReconcileAtMs = Date.now();
-    return this.reconciler.run(this.store, () => !this.running);
+    return this.reconciler.run(this.store, () => !this.running, this.epoch);
   }
 }

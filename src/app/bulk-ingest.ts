@@ -3,7 +3,7 @@ import type { PublishOptions, PublishResult, RecordQueue } from '../domain/recor
 import type { AcceptedRecord, BulkIngestResponse, BulkItemAccepted, BulkItemRejected, IngestRecordResponse, OutgoingRecord } from '../domain/records/types.js';
 import type { FieldError } from '../errors/dris-error.js';
 import type { RequestClaims } from './idempotency-claims.js';
-import { answerOf, formParts, messageIdOf, messageWeight, noteText, parseNote, recordFingerprint, type Candidate } from './ingest-messages.js';
+import { answerOf, formParts, messageIdOf, messageWeight, noteText, parseNote, recordFingerprint, STORED_ACCEPTED, type Candidate, type IngestOutcome } from './ingest-messages.js';
 
 export const MAX_BULK_ITEMS = 1000;
 
@@ -62,7 +62,7 @@ export class BulkIngestion {
     this.fresh.push(c);
   }
 
-  async run(total: number): Promise<{ status: number; body: BulkIngestResponse }> {
+  async run(total: number): Promise<IngestOutcome<BulkIngestResponse>> {
     const owned = await this.claimItemKeys();
     const unkeyed = this.fresh.filter((c) => c.idempotencyKey === null);
     const toBuild = [...owned.map((o) => o.cand), ...unkeyed].sort((a, b) => a.index - b.index);
@@ -185,10 +185,10 @@ export class BulkIngestion {
   }
 
   private completeItem(key: string, stored: Omit<AcceptedRecord, 'payload'>, answer: IngestRecordResponse): Promise<void> {
-    return this.deps.claims.complete(key, { state: 'done', fingerprint: recordFingerprint(stored), status: 202, body: JSON.stringify(answer) });
+    return this.deps.claims.complete(key, { state: 'done', fingerprint: recordFingerprint(stored), status: STORED_ACCEPTED, body: JSON.stringify(answer) });
   }
 
-  private answer(total: number): { status: number; body: BulkIngestResponse } {
+  private answer(total: number): IngestOutcome<BulkIngestResponse> {
     // An alias takes the outcome of the item it repeats: looked up by index, not searched for.
     const firstRejection = new Map<number, BulkItemRejected>();
     for (const r of this.rejected) if (!firstRejection.has(r.index)) firstRejection.set(r.index, r);
@@ -209,6 +209,6 @@ export class BulkIngestion {
         extra: { rejected },
       });
     }
-    return { status: 202, body: { total, accepted: items.length, items, rejected } };
+    return { outcome: 'accepted', body: { total, accepted: items.length, items, rejected } };
   }
 }

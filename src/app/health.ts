@@ -1,4 +1,5 @@
 import { isDrisError } from '../errors/dris-error.js';
+import type { PipelineCounts } from './pipeline-stats.js';
 
 /**
  * Health: each component probed with a deadline, the result shared for a second (concurrent
@@ -8,7 +9,7 @@ import { isDrisError } from '../errors/dris-error.js';
  * statuses and facts anyone may know (version, roles, hash backend, chain id, contract, anchorer
  * address); never an internal URL, adapter, latency or error text. The detailed one (the
  * administration listener, admin token) adds adapters, latencies, reason codes, the hash backends
- * that failed to load and the chain's RPC URL.
+ * that failed to load, the chain's RPC URL and the process's pipeline counters (pipeline-stats.ts).
  */
 
 export type ComponentStatus = 'ok' | 'degraded' | 'down';
@@ -55,24 +56,62 @@ export function chainFacts(info: { chainId: number; contractAddress: string; anc
   return publicRpcUrl === undefined ? facts : { ...facts, publicRpcUrl };
 }
 
+/** The components' reports by name (queue, index, storage, ipfs, chain, admission). */
+export type DependencyReport = Record<string, ComponentHealth>;
+
+/** Hash backends that could not be loaded, by name, with why. */
+export type UnavailableBackends = Record<string, string>;
+
+export interface HashBackendReport {
+  readonly active: string;
+  readonly requested: string;
+  readonly unavailable: UnavailableBackends;
+}
+
+export interface HttpEngine {
+  readonly engine: string;
+  readonly native: boolean;
+}
+
 export interface HealthReport {
   readonly status: 'ok' | 'degraded';
   readonly version: string;
   readonly uptimeSeconds: number;
   readonly roles: readonly string[];
-  readonly hashBackend: { readonly active: string; readonly requested: string; readonly unavailable: Readonly<Record<string, string>> };
-  readonly http: { readonly engine: string; readonly native: boolean };
-  readonly dependencies: Readonly<Record<string, ComponentHealth>>;
+  readonly hashBackend: HashBackendReport;
+  readonly http: HttpEngine;
+  readonly dependencies: DependencyReport;
   readonly chain?: ChainFacts;
+  /** What this process did since it started (detailed view only). */
+  readonly pipeline?: PipelineCounts;
+}
+
+export interface PublicComponent {
+  readonly status: ComponentStatus;
+}
+
+export type PublicDependencies = Record<string, PublicComponent>;
+
+export interface PublicHashBackend {
+  readonly active: string;
+  readonly requested: string;
+}
+
+export interface PublicChainFacts {
+  readonly chainId: number;
+  readonly contractAddress: string;
+  readonly anchorer: string;
+  /** The RPC URL the operator declared public (DRIS_PUBLIC_RPC_URL). */
+  readonly rpcUrl?: string;
 }
 
 export interface PublicHealth {
   readonly status: 'ok' | 'degraded';
   readonly version: string;
   readonly roles: readonly string[];
-  readonly hashBackend: { readonly active: string; readonly requested: string };
-  readonly dependencies: Readonly<Record<string, { readonly status: ComponentStatus }>>;
-  readonly chain?: { readonly chainId: number; readonly contractAddress: string; readonly anchorer: string; readonly rpcUrl?: string };
+  readonly hashBackend: PublicHashBackend;
+  readonly dependencies: PublicDependencies;
+  readonly chain?: PublicChainFacts;
 }
 
 export interface HealthInputs {
@@ -86,6 +125,8 @@ export interface HealthInputs {
   /** How long one report is answered again, milliseconds (default 1000). */
   readonly cacheMs?: number;
   readonly chain?: ChainFacts;
+  /** The pipeline counters, read with each report. */
+  readonly pipeline?: () => PipelineCounts;
   readonly now?: () => number;
 }
 
@@ -119,7 +160,7 @@ async function probe(p: Probe, timeoutMs: number): Promise<ComponentHealth> {
 class ProbeTimeout extends Error {}
 
 export function publicView(r: HealthReport): PublicHealth {
-  const dependencies: Record<string, { status: ComponentStatus }> = {};
+  const dependencies: PublicDependencies = {};
   for (const [name, c] of Object.entries(r.dependencies)) dependencies[name] = { status: c.status };
   return {
     status: r.status,
@@ -177,6 +218,7 @@ export class HealthMonitor {
       http: i.http,
       dependencies: Object.fromEntries(results),
       ...(i.chain === undefined ? {} : { chain: i.chain }),
+      ...(i.pipeline === undefined ? {} : { pipeline: i.pipeline() }),
     };
     this.#last = { atMs: this.#now(), report };
     return report;

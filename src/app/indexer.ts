@@ -2,7 +2,9 @@ import type { AuditEvent, AuditLog } from '../domain/audit/ports.js';
 import type { Delivery, RecordIndex, RecordQueue, Subscription } from '../domain/records/ports.js';
 import type { AcceptedRecord } from '../domain/records/types.js';
 import { toDrisError } from '../errors/dris-error.js';
-import { componentLogger } from '../util/logger.js';
+import type { Logger } from '../util/logger.js';
+import type { EventPublisher } from './events.js';
+import { reportingOf, type UseCaseDeps } from './use-case-deps.js';
 
 /**
  * Moves accepted records from the queue into the hot index. A delivery is acked only after the
@@ -22,6 +24,9 @@ import { componentLogger } from '../util/logger.js';
  * write go on), delivered again with a growing delay, and at its `maxDeliveries`-th delivery its
  * records are written one by one; those still refused go to the queue's dead letters with an
  * error log naming the message, never its payload. An outage is never taken for poison.
+ *
+ * Each write is published once done (RecordsIndexed, with the acceptance time of its first record,
+ * which gives the consumer's lag), and each set of records set aside (RecordsDeadLettered).
  */
 
 export interface IndexerOptions {
@@ -42,6 +47,8 @@ export interface IndexerOptions {
   readonly maxDeliveries: number;
 }
 
+export type IndexerDeps = UseCaseDeps;
+
 /** Codes of a failure of the index itself rather than of the records written: never a dead letter. */
 const TRANSIENT = new Set(['dependency_unavailable', 'timeout', 'overloaded']);
 const MAX_RETRY_DELAY_MS = 30_000;
@@ -61,9 +68,8 @@ export const DEFAULT_INDEXER_OPTIONS: IndexerOptions = {
 
 export class Indexer {
   private sub: Subscription | null = null;
-  private readonly log = componentLogger('indexer');
-  private indexed = 0;
-  private deadLettered = 0;
+  private readonly log: Logger;
+  private readonly events: EventPublisher;
   /** Writes the index has taken: a clock of its successes. */
   private inserts = 0;
   /** `inserts` when each message that failed first failed here, by its position. */
@@ -79,15 +85,9 @@ export class Indexer {
     private readonly index: RecordIndex,
     private readonly options: IndexerOptions = DEFAULT_INDEXER_OPTIONS,
     private readonly audit: AuditLog | null = null,
-  ) {}
-
-  get indexedCount(): number {
-    return this.indexed;
-  }
-
-  /** Records this indexer set aside as dead letters since it started. */
-  get deadLetteredCount(): number {
-    return this.deadLettered;
+    deps: IndexerDeps = {},
+  ) {
+    ({ events: this.events, log: this.log } = reportingOf(deps, 'indexer'));
   }
 
   start(): void {
@@ -146,7 +146,7 @@ export class Indexer {
   }
 
   private async written(deliveries: readonly Delivery[], records: number): Promise<void> {
-    this.indexed += records;
+    this.indexedEvent(deliveries[0]?.records[0], records);
     for (const d of deliveries) this.firstFailedAt.delete(d.seq);
     try {
       await Promise.all(deliveries.map((d) => d.ack()));
@@ -232,8 +232,16 @@ export class Indexer {
       return;
     }
     this.firstFailedAt.delete(d.seq);
-    this.indexed += taken;
-    this.deadLettered += refused.length;
+    if (taken > 0) this.indexedEvent(d.records[0], taken);
+    this.events.publish({ type: 'RecordsDeadLettered', consumer: this.options.consumer, count: refused.length, reason });
+  }
+
+  /** One event per write; `first`: its first record, in stream order. */
+  private indexedEvent(first: AcceptedRecord | undefined, count: number): void {
+    if (first === undefined || !this.events.wants('RecordsIndexed')) return;
+    const atMs = Date.now();
+    const acceptedAtMs = Date.parse(first.acceptedAt);
+    this.events.publish({ type: 'RecordsIndexed', consumer: this.options.consumer, count, firstAcceptedAtMs: Number.isNaN(acceptedAtMs) ? atMs : acceptedAtMs, atMs });
   }
 
   private retryLater(d: Delivery, err: unknown, attempt = d.deliveryCount): void {

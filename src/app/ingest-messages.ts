@@ -136,3 +136,19 @@ export function formParts<T>(items: readonly T[], weight: (item: T) => number, b
   if (current.length > 0) parts.push(current);
   return parts;
 }
+
+/**
+ * What became of an ingestion: `accepted`, the records are durable (stored by the queue, or found
+ * stored by an earlier request under the same idempotency key). Refusals are thrown DrisErrors.
+ * The HTTP edge chooses the answer's status from the outcome.
+ */
+export interface IngestOutcome<T> {
+  readonly outcome: 'accepted';
+  readonly body: T;
+}
+
+/**
+ * The status code stored with an idempotency answer. Stored answers keep the field (entries
+ * written by earlier versions carry it); only accepted answers are stored.
+ */
+export const STORED_ACCEPTED = 202;

@@ -10,8 +10,9 @@ import { newIngestId } from '../domain/records/ids.js';
 import { assertTenant, type Principal } from './authenticator.js';
 import { validateBulkEnvelope, validateIngestRecord } from './validators.js';
 import { RequestClaims, type ClaimOutcome } from './idempotency-claims.js';
-import { answerOf, messageIdOf, noteText, recordFingerprint, type Candidate } from './ingest-messages.js';
+import { answerOf, messageIdOf, noteText, recordFingerprint, STORED_ACCEPTED, type Candidate, type IngestOutcome } from './ingest-messages.js';
 import { BulkIngestion, MAX_BULK_ITEMS } from './bulk-ingest.js';
+import { NO_EVENTS, type EventPublisher } from './events.js';
 
 /** What ingestion needs of the hashing engine (HashingService implements it). */
 export interface RecordHasher {
@@ -19,10 +20,7 @@ export interface RecordHasher {
   recordHashes(envelopes: readonly RecordEnvelope[]): Promise<string[]>;
 }
 
-export interface IngestOutcome<T> {
-  readonly status: number;
-  readonly body: T;
-}
+export type { IngestOutcome };
 
 export interface IngestDeps {
   readonly hasher: RecordHasher;
@@ -36,6 +34,8 @@ export interface IngestDeps {
   readonly idempotencyWaitMs?: number;
   /** Default: a child of the default root (library use). */
   readonly logger?: Logger;
+  /** RecordsAccepted, one event per request answered 202. */
+  readonly events?: EventPublisher;
 }
 
 export { MAX_BULK_ITEMS };
@@ -74,9 +74,11 @@ export class IngestService {
   private readonly now: () => number;
   private readonly leaseMs: number;
   private readonly waitMs: number;
+  private readonly events: EventPublisher;
 
   constructor(private readonly deps: IngestDeps) {
     this.now = deps.now ?? Date.now;
+    this.events = deps.events ?? NO_EVENTS;
     this.leaseMs = deps.idempotencyLeaseMs ?? 10_000;
     // Long enough to see the lease of a request that died end, and take the key over.
     this.waitMs = deps.idempotencyWaitMs ?? this.leaseMs + 1000;
@@ -125,6 +127,11 @@ export class IngestService {
     // The same function as for a stored record: a duplicate found in the queue is compared with it.
     const fingerprint = (): string => (memo ??= recordFingerprint({ ...norm, payloadHash: payload.payloadHash }));
     return { ok: true, candidate: { index, req: norm, payload, idempotencyKey: req.idempotencyKey ?? null, fingerprint } };
+  }
+
+  /** One event per request: nothing is allocated when nobody listens. */
+  private accepted(tenantId: string | null, count: number, replayed: number): void {
+    if (this.events.wants('RecordsAccepted')) this.events.publish({ type: 'RecordsAccepted', tenantId, count, replayed, atMs: this.now() });
   }
 
   private idemKey(tenantId: string, key: string): string {
@@ -176,14 +183,18 @@ export class IngestService {
     if (idem === null) {
       const [rec] = (await this.build(principal, [cand], correlationId)) as [OutgoingRecord];
       await this.deps.queue.publish([rec]);
-      return { status: 202, body: answerOf(rec) };
+      this.accepted(rec.tenantId, 1, 0);
+      return { outcome: 'accepted', body: answerOf(rec) };
     }
     const key = this.idemKey(cand.req.tenantId, idem);
     const fingerprint = cand.fingerprint();
     const claims = this.claims();
     try {
       const [claimed] = (await claims.claim([{ key, fingerprint }])) as [ClaimOutcome];
-      if (claimed.kind === 'replay') return { status: claimed.status, body: { ...(JSON.parse(claimed.body) as IngestRecordResponse), idempotencyReplayed: true } };
+      if (claimed.kind === 'replay') {
+        this.accepted(cand.req.tenantId, 0, 1);
+        return { outcome: 'accepted', body: { ...(JSON.parse(claimed.body) as IngestRecordResponse), idempotencyReplayed: true } };
+      }
       if (claimed.kind !== 'owned') throw claimError(claimed.kind);
       const [rec] = (await this.build(principal, [{ ...cand, idempotencyKey: idem }], correlationId)) as [OutgoingRecord];
       // Under the key's own message id: a retry of this request, whatever happened to this one,
@@ -193,9 +204,10 @@ export class IngestService {
       if (stored === undefined) throw new DrisError('internal_error', 'a duplicate message without records');
       const storedFingerprint = published.duplicate ? recordFingerprint(stored) : fingerprint;
       const answer = answerOf(stored);
-      await claims.complete(key, { state: 'done', fingerprint: storedFingerprint, status: 202, body: JSON.stringify(answer) });
+      await claims.complete(key, { state: 'done', fingerprint: storedFingerprint, status: STORED_ACCEPTED, body: JSON.stringify(answer) });
       if (storedFingerprint !== fingerprint) throw claimError('conflict');
-      return { status: 202, body: { ...answer, idempotencyReplayed: published.duplicate } };
+      this.accepted(stored.tenantId, published.duplicate ? 0 : 1, published.duplicate ? 1 : 0);
+      return { outcome: 'accepted', body: { ...answer, idempotencyReplayed: published.duplicate } };
     } finally {
       await claims.end();
     }
@@ -221,7 +233,11 @@ export class IngestService {
     try {
       if (requestKey !== null) {
         const [claimed] = (await claims.claim([{ key: requestKey, fingerprint: bodyFingerprint }])) as [ClaimOutcome];
-        if (claimed.kind === 'replay') return { status: claimed.status, body: JSON.parse(claimed.body) as BulkIngestResponse };
+        if (claimed.kind === 'replay') {
+          const replayed = JSON.parse(claimed.body) as BulkIngestResponse;
+          this.accepted(tenantId, 0, replayed.accepted);
+          return { outcome: 'accepted', body: replayed };
+        }
         if (claimed.kind !== 'owned') throw claimError(claimed.kind);
       }
       const bulk = new BulkIngestion({
@@ -247,7 +263,12 @@ export class IngestService {
         } else bulk.add(c.candidate);
       }
       const outcome = await bulk.run(items.length);
-      if (requestKey !== null) await claims.complete(requestKey, { state: 'done', fingerprint: bodyFingerprint, status: outcome.status, body: JSON.stringify(outcome.body) });
+      if (requestKey !== null) await claims.complete(requestKey, { state: 'done', fingerprint: bodyFingerprint, status: STORED_ACCEPTED, body: JSON.stringify(outcome.body) });
+      if (this.events.wants('RecordsAccepted')) {
+        let replayed = 0;
+        for (const item of outcome.body.items) if (item.idempotencyReplayed) replayed += 1;
+        this.accepted(tenantId, outcome.body.accepted - replayed, replayed);
+      }
       return outcome;
     } finally {
       await claims.end();

@@ -1,13 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DrisError, toDrisError } from '../errors/dris-error.js';
 import type { LeaderElector, Leadership, PipelineStore } from '../domain/pipeline/ports.js';
-import { componentLogger } from '../util/logger.js';
+import { componentLogger, type Logger } from '../util/logger.js';
+import type { EventPublisher } from './events.js';
+import { reportingOf, type UseCaseDeps } from './use-case-deps.js';
 
 /**
  * Runs a role only while this process leads: campaigns, starts the role when a term begins, stops
  * it when the term ends, and campaigns again. Only the leader accumulates and anchors; a process
  * that lost its term stops anchoring, and an anchor it had already sent is refused by the
- * contract's sequence check if the new leader used that sequence first.
+ * contract's sequence check if the new leader used that sequence first. Every term begun or ended
+ * is published (LeadershipChanged, with its epoch).
  */
 
 export interface LeaderTask {
@@ -20,22 +23,29 @@ export interface LeaderLoopOptions {
   readonly retryMs: number;
 }
 
+export type LeaderLoopDeps = UseCaseDeps;
+
 export class LeaderLoop {
   private running = false;
   private loop: Promise<void> | null = null;
   private readonly stopping = new AbortController();
-  private leading = false;
-  private readonly log = componentLogger('leader');
+  /** The epoch of the term this process holds, or null. */
+  private term: number | null = null;
+  private readonly log: Logger;
+  private readonly events: EventPublisher;
 
   constructor(
     private readonly elector: LeaderElector,
     private readonly task: LeaderTask,
     private readonly options: LeaderLoopOptions,
-  ) {}
+    deps: LeaderLoopDeps = {},
+  ) {
+    ({ events: this.events, log: this.log } = reportingOf(deps, 'leader'));
+  }
 
   /** Whether the role runs here now. */
   get isLeader(): boolean {
-    return this.leading;
+    return this.term !== null;
   }
 
   /**
@@ -53,7 +63,7 @@ export class LeaderLoop {
     this.running = false;
     this.stopping.abort();
     await this.loop;
-    if (this.leading) await this.endTerm();
+    if (this.term !== null) await this.endTerm();
     await this.elector.resign();
   }
 
@@ -62,7 +72,8 @@ export class LeaderLoop {
       const term = await this.elector.tryAcquire();
       if (term === null) return null;
       this.log.info({ epoch: term.epoch }, 'leading: starting the accumulator and the anchorer');
-      this.leading = true;
+      this.term = term.epoch;
+      this.events.publish({ type: 'LeadershipChanged', leading: true, epoch: term.epoch });
       try {
         await this.task.start(term);
       } catch (err) {
@@ -98,7 +109,9 @@ export class LeaderLoop {
   }
 
   private async endTerm(): Promise<void> {
-    this.leading = false;
+    const epoch = this.term ?? 0;
+    this.term = null;
+    this.events.publish({ type: 'LeadershipChanged', leading: false, epoch });
     try {
       await this.task.stop();
     } catch (err) {
@@ -130,8 +143,12 @@ function waitAborted(a: AbortSignal, b: AbortSignal): Promise<void> {
  * term writes with the store's epoch + 1 so that its rows are not hidden behind older ones; a term
  * lost meanwhile is refused. `confirmMs` 0: no other leader can exist (the embedded elector).
  */
-export async function fenceTerm(store: PipelineStore, term: Leadership, confirmMs: number): Promise<{ readonly epoch: number; readonly store: PipelineStore }> {
-  const log = componentLogger('leader');
+export async function fenceTerm(
+  store: PipelineStore,
+  term: Leadership,
+  confirmMs: number,
+  log: Logger = componentLogger('leader'),
+): Promise<{ readonly epoch: number; readonly store: PipelineStore }> {
   const stored = await store.highestEpoch();
   if (term.epoch >= stored) return { epoch: term.epoch, store: store.fenced(term.epoch) };
   log.warn({ epoch: term.epoch, stored, confirmMs }, 'the term epoch is below the pipeline store\'s: waiting out a lease before writing above it');

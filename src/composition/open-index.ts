@@ -1,19 +1,22 @@
 import path from 'node:path';
 import type { Config } from '../config/config.js';
-import type { ClickHouseRecordIndex } from '../adapters/index/clickhouse-record-index.js';
+import { openClickHouseStorage, type OpenedStorage } from '../adapters/clickhouse/open-storage.js';
+import type { ClickHouseStorage } from '../adapters/clickhouse/storage.js';
+import type { Logger } from '../util/logger.js';
 
-export type Index = ClickHouseRecordIndex;
+export type Storage = ClickHouseStorage;
 
-/** The hot index: a ClickHouse server when CLICKHOUSE_URL is set, else chDB in the data directory. */
-export async function openIndex(cfg: Config): Promise<{ index: Index; adapter: string }> {
-  if (cfg.clickhouse !== undefined) {
-    const { ClickHouseIndex } = await import('../adapters/index/clickhouse-index.js');
-    const c = cfg.clickhouse;
-    const opts: ConstructorParameters<typeof ClickHouseIndex>[0] = { url: c.url, database: c.database, ...(c.username !== undefined ? { username: c.username } : {}), ...(c.password !== undefined ? { password: c.password } : {}) };
-    return { index: new ClickHouseIndex(opts), adapter: 'clickhouse' };
+/**
+ * The hot index and the stores beside it: a ClickHouse server when CLICKHOUSE_URL is set, else
+ * chDB in the data directory (not migrated: callers migrate).
+ */
+export function openStorage(cfg: Config, logger?: Logger): Promise<OpenedStorage> {
+  const c = cfg.clickhouse;
+  const log = logger === undefined ? {} : { logger };
+  if (c !== undefined) {
+    return openClickHouseStorage({ database: c.database, engine: { kind: 'server', url: c.url, ...(c.username !== undefined ? { username: c.username } : {}), ...(c.password !== undefined ? { password: c.password } : {}) }, ...log });
   }
-  const { ChdbIndex } = await import('../adapters/index/chdb-index.js');
   // The audit trail and the verification history reach the embedded engine through a journal
   // in the same data directory (see AppendJournal).
-  return { index: new ChdbIndex({ path: path.join(cfg.dataDir, 'clickhouse'), journalDir: path.join(cfg.dataDir, 'index-journal') }), adapter: 'chdb' };
+  return openClickHouseStorage({ engine: { kind: 'embedded', path: path.join(cfg.dataDir, 'clickhouse') }, journalDir: path.join(cfg.dataDir, 'index-journal'), ...log });
 }

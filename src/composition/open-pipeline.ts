@@ -2,29 +2,29 @@ import path from 'node:path';
 import { anchorerKeySource, type Config } from '../config/config.js';
 import type { Chain, Pinner } from '../domain/pipeline/ports.js';
 import type { ChainReader } from '../domain/verification/ports.js';
-import type { Route } from '../http/router.js';
+import type { GatewayContent } from '../http/services.js';
 import { definedOnly } from '../util/defined.js';
 import type { Logger } from '../util/logger.js';
 
-/** What the anchorer role publishes to: IPFS and the chain, with the embedded gateway's routes. */
+/** What the anchorer role publishes to: IPFS and the chain, with the embedded node's blocks for the gateway. */
 export interface Pipeline {
   readonly pinner: Pinner;
   readonly chain: Chain;
-  readonly gateway: Route[];
+  /** The embedded IPFS node's blocks, for the gateway route; null with Kubo. */
+  readonly gateway: GatewayContent | null;
   readonly adapters: { readonly ipfs: string; readonly chain: string };
   close(): Promise<void>;
 }
 
 /** Kubo when IPFS_API_URL is set, else the embedded blockstore, whose gateway this service serves. */
-async function openPinner(cfg: Config, root: Logger): Promise<{ pinner: Pinner; gateway: Route[] }> {
+async function openPinner(cfg: Config, root: Logger): Promise<{ pinner: Pinner; gateway: GatewayContent | null }> {
   if (cfg.ipfsApiUrl !== undefined) {
     const { KuboPinner } = await import('../adapters/ipfs/kubo-pinner.js');
-    return { pinner: new KuboPinner({ url: cfg.ipfsApiUrl, logger: root.child({ component: 'ipfs-kubo' }) }), gateway: [] };
+    return { pinner: new KuboPinner({ url: cfg.ipfsApiUrl, logger: root.child({ component: 'ipfs-kubo' }) }), gateway: null };
   }
   const { EmbeddedPinner } = await import('../adapters/ipfs/embedded-pinner.js');
-  const { ipfsGatewayRoutes } = await import('../http/ipfs-gateway-routes.js');
   const embedded = await EmbeddedPinner.open({ directory: path.join(cfg.dataDir, 'ipfs'), logger: root.child({ component: 'ipfs-embedded' }) });
-  return { pinner: embedded, gateway: ipfsGatewayRoutes(embedded) };
+  return { pinner: embedded, gateway: embedded };
 }
 
 /** An external node when EVM_RPC_URL is set, else anvil under the data directory. */

@@ -6,7 +6,8 @@ import { Accumulator } from '../app/accumulator.js';
 import { Anchorer } from '../app/anchorer.js';
 import type { Probe } from '../app/health.js';
 import { fenceTerm, LeaderLoop } from '../app/leader-loop.js';
-import type { ClickHousePipelineStore } from '../adapters/index/clickhouse-pipeline-store.js';
+import type { PipelineStore } from '../domain/pipeline/ports.js';
+import type { EventBus } from '../app/event-bus.js';
 import { definedOnly } from '../util/defined.js';
 import type { Logger } from '../util/logger.js';
 import type { Closers } from './closers.js';
@@ -19,8 +20,9 @@ export interface AnchoringInputs {
   readonly closers: Closers;
   readonly probes: Probe[];
   readonly queue: RecordQueue;
-  readonly store: ClickHousePipelineStore;
+  readonly store: PipelineStore;
   readonly hashing: HashingBackend;
+  readonly events: EventBus;
 }
 
 /** Only the elected leader accumulates and anchors: with Redis, one of the anchorer processes; embedded, always this one. */
@@ -38,7 +40,7 @@ async function openElector(cfg: Config, root: Logger): Promise<LeaderElector> {
 
 /** The anchorer role: IPFS and the chain, the anchorer, and the leader loop that runs the accumulator. */
 export async function startAnchoring(w: AnchoringInputs): Promise<{ anchorer: Anchorer; pipeline: Pipeline }> {
-  const { cfg, queue, store, hashing } = w;
+  const { cfg, queue, store, hashing, events } = w;
   const pipeline = await openPipeline(cfg, w.root);
   w.closers.add(() => pipeline.close());
   w.probes.push({ name: 'ipfs', adapter: pipeline.adapters.ipfs, check: () => pipeline.pinner.check() });
@@ -49,7 +51,7 @@ export async function startAnchoring(w: AnchoringInputs): Promise<{ anchorer: An
     maxDelayMs: cfg.anchorRetry.maxDelayMs,
     idleMs: 1000,
     reconcileIntervalMs: cfg.anchorReconcileIntervalMs,
-  });
+  }, { events });
   // One per term: its writes go through the term's fenced store.
   let accumulator: Accumulator | null = null;
   const elector = await openElector(cfg, w.root);
@@ -61,7 +63,7 @@ export async function startAnchoring(w: AnchoringInputs): Promise<{ anchorer: An
         // Embedded, the data directory's lock rules out another leader: nothing to wait out.
         const fenced = await fenceTerm(store, term, cfg.redis === undefined ? 0 : cfg.leaderLeaseMs);
         await anchorer.start(fenced.epoch, fenced.store);
-        const formed = new Accumulator(queue, fenced.store, hashing, { consumer: ACCUMULATOR_CONSUMER, maxRecords: cfg.batchMaxRecords, maxWaitMs: cfg.batchMaxWaitMs, retryMs: 1000 }, (f) => anchorer.enqueue(f));
+        const formed = new Accumulator(queue, fenced.store, hashing, { consumer: ACCUMULATOR_CONSUMER, maxRecords: cfg.batchMaxRecords, maxWaitMs: cfg.batchMaxWaitMs, retryMs: 1000 }, { events });
         accumulator = formed;
         formed.start();
       },
@@ -72,6 +74,7 @@ export async function startAnchoring(w: AnchoringInputs): Promise<{ anchorer: An
       },
     },
     { retryMs: Math.max(100, Math.floor(cfg.leaderLeaseMs / 5)) },
+    { events },
   );
   await leader.start();
   w.closers.add(() => leader.stop());

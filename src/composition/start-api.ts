@@ -9,21 +9,18 @@ import { recoverIdempotencyAnswers } from '../app/idempotency-recovery.js';
 import { IngestService } from '../app/ingest-service.js';
 import { KeyAdmin, resolveAdminToken } from '../app/key-admin.js';
 import { Verifier } from '../app/verifier.js';
-import { ClickHouseEvidenceStore, DEFAULT_HISTORY_WRITES } from '../adapters/index/clickhouse-evidence-store.js';
-import type { ClickHousePipelineStore } from '../adapters/index/clickhouse-pipeline-store.js';
+import type { PipelineStore } from '../domain/pipeline/ports.js';
+import type { EventBus } from '../app/event-bus.js';
+import type { PipelineStats } from '../app/pipeline-stats.js';
 import { startAdminListener } from '../http/admin-listener.js';
-import { buildOpenApi } from '../http/openapi.js';
-import { pipelineRoutes } from '../http/pipeline-routes.js';
-import { Router } from '../http/router.js';
-import { buildRoutes } from '../http/routes.js';
-import { swaggerAssets } from '../http/swagger.js';
+import { publicRouter } from '../http/public-router.js';
 import { UwsHttpServer, uwsIsNative } from '../http/uws-server.js';
-import { verifyRoutes } from '../http/verify-routes.js';
+import { findNativeAddon } from '../adapters/hashing/native-backend.js';
 import type { Logger } from '../util/logger.js';
 import type { Closers } from './closers.js';
 import type { Hashing } from './open-hashing.js';
 import { openAdmission } from './open-admission.js';
-import type { Index } from './open-index.js';
+import type { Storage } from './open-index.js';
 import { openChainReader, openVerifierPinner, type Pipeline } from './open-pipeline.js';
 
 export interface ApiInputs {
@@ -35,9 +32,11 @@ export interface ApiInputs {
   readonly version: string;
   readonly startedAtMs: number;
   readonly hashing: Hashing;
-  readonly index: Index;
+  readonly storage: Storage;
   readonly queue: RecordQueue;
-  readonly store: ClickHousePipelineStore;
+  readonly store: PipelineStore;
+  readonly events: EventBus;
+  readonly stats: PipelineStats;
   /** Set when this process also runs the anchorer role. */
   readonly anchoring: { readonly anchorer: Anchorer; readonly pipeline: Pipeline } | null;
 }
@@ -58,23 +57,23 @@ function healthOf(w: ApiInputs): HealthMonitor {
     ...(chainInfo === undefined ? {} : { chain: chainFacts(chainInfo, cfg.chain.publicRpcUrl) }),
     probes: w.probes,
     timeoutMs: 2000,
+    pipeline: () => w.stats.read(),
   });
 }
 
 /** Verification, with the chain and IPFS it reads; `gatewayBase` is known once the server listens. */
-async function openVerification(w: ApiInputs, gatewayBase: () => string | undefined): Promise<{ verifier: Verifier; evidence: ClickHouseEvidenceStore; access: EvidenceAccess }> {
-  const { cfg, index, closers } = w;
-  const evidence = new ClickHouseEvidenceStore(index.runner, index.database, { history: index.appendSink('verifications', DEFAULT_HISTORY_WRITES) });
-  closers.add(() => evidence.close());
+async function openVerification(w: ApiInputs, gatewayBase: () => string | undefined): Promise<{ verifier: Verifier; access: EvidenceAccess }> {
+  const { cfg, closers } = w;
+  const { evidence, history, audit, policies } = w.storage;
   // Policies change rarely and are read by every answer carrying evidence: cached like keys.
-  const access = new EvidenceAccess(evidence, index, { refreshMs: cfg.keyRefreshMs });
+  const access = new EvidenceAccess(policies, audit, { refreshMs: cfg.keyRefreshMs });
   const reader = await openChainReader(cfg, w.anchoring?.pipeline.chain.info(), w.log);
   if (reader !== null) closers.add(() => reader.close());
   const pipelinePinner = w.anchoring?.pipeline.pinner;
   const pinner = pipelinePinner ?? (await openVerifierPinner(cfg, w.root));
   if (pinner !== null && pipelinePinner === undefined) closers.add(() => pinner.close());
   const verifier = new Verifier(
-    { hashing: w.hashing.backend, evidence, store: w.store, chain: reader, pinner, history: evidence },
+    { hashing: w.hashing.backend, evidence, store: w.store, chain: reader, pinner, history, events: w.events },
     {
       chainCacheMs: cfg.verifyChainCacheMs,
       ipfsTimeoutMs: cfg.ipfsTimeoutMs,
@@ -86,7 +85,7 @@ async function openVerification(w: ApiInputs, gatewayBase: () => string | undefi
       ...(cfg.chain.explorerTxUrl === undefined ? {} : { explorerTxUrl: cfg.chain.explorerTxUrl }),
     },
   );
-  return { verifier, evidence, access };
+  return { verifier, access };
 }
 
 interface ApiParts {
@@ -99,16 +98,17 @@ interface ApiParts {
 
 /** Admission, keys (bootstrapped on first start), the admin token, and ingestion (its lost answers recovered). */
 async function openApiParts(w: ApiInputs): Promise<ApiParts> {
-  const { cfg, index, log } = w;
+  const { cfg, log } = w;
+  const { keys: keyStore, audit } = w.storage;
   const { store: admission, adapter } = await openAdmission(cfg, w.root);
   w.closers.add(() => admission.close());
   w.probes.push({ name: 'admission', adapter, check: () => admission.check() });
-  const keys = new KeyAdmin(index, index);
+  const keys = new KeyAdmin(keyStore, audit);
   const bootstrapFile = await keys.bootstrap(cfg.dataDir);
   if (bootstrapFile !== null) log.info({ file: bootstrapFile }, 'no API keys existed: a standard key for tenant default was written to this file (mode 0600)');
   const admin = resolveAdminToken(cfg.dataDir, cfg.adminToken, MIN_ADMIN_TOKEN_BYTES);
   if (admin.file !== null) log.info({ file: admin.file }, 'key administration token file');
-  const authenticator = new Authenticator(index, { refreshMs: cfg.keyRefreshMs });
+  const authenticator = new Authenticator(keyStore, { refreshMs: cfg.keyRefreshMs });
   const idempotencyLog = w.root.child({ component: 'idempotency' });
   const ingest = new IngestService({
     hasher: w.hashing.hasher,
@@ -117,6 +117,7 @@ async function openApiParts(w: ApiInputs): Promise<ApiParts> {
     idempotencyTtlMs: cfg.idempotencyTtlMs,
     idempotencyLeaseMs: cfg.idempotencyLeaseMs,
     logger: idempotencyLog,
+    events: w.events,
   });
   // Before the first request: a key whose record was stored just before a crash gets its answer.
   await recoverIdempotencyAnswers(w.queue, admission, cfg.idempotencyTtlMs, Date.now, idempotencyLog);
@@ -129,24 +130,18 @@ export async function startApi(w: ApiInputs): Promise<{ port: number; adminPort:
   const parts = await openApiParts(w);
   const health = healthOf(w);
   let boundPort: number | null = null;
-  const embeddedGateway = (w.anchoring?.pipeline.gateway.length ?? 0) > 0;
+  const gateway = w.anchoring?.pipeline.gateway ?? null;
+  const embeddedGateway = gateway !== null;
   const gatewayBase = (): string | undefined => cfg.ipfsGatewayUrl ?? (embeddedGateway && boundPort !== null ? `http://${cfg.host}:${boundPort}` : undefined);
-  const { verifier, evidence, access } = await openVerification(w, gatewayBase);
-  const router = new Router([
-    ...pipelineRoutes({ store: w.store, anchorer: w.anchoring?.anchorer ?? null, maxBodyBytes: cfg.maxBodyBytes, audit: w.index, evidence: access }),
-    ...verifyRoutes({ verifier, evidence, history: evidence, audit: w.index, policies: access, maxBodyBytes: cfg.maxBodyBytes }),
-    ...(w.anchoring?.pipeline.gateway ?? []),
-    ...buildRoutes({
-      ingest: parts.ingest,
-      index: w.index,
-      health,
-      evidence: access,
-      swagger: swaggerAssets(buildOpenApi(w.version)),
-      maxBodyBytes: cfg.maxBodyBytes,
-      maxBulkBodyBytes: cfg.maxBulkBodyBytes,
-    }),
-  ]);
-  const rate = { rateLimiter: parts.admission, rateLimits: cfg.rateLimits, rateWindowMs: cfg.rateWindowMs, allowSlowHttp: cfg.allowSlowHttp, authenticator: parts.authenticator };
+  const { verifier, access } = await openVerification(w, gatewayBase);
+  const { evidence, history, audit } = w.storage;
+  const router = publicRouter({
+    api: { ingest: parts.ingest, index: w.storage.records, store: w.store, anchorer: w.anchoring?.anchorer ?? null, audit, evidence, history, policies: access, verifier, health, events: w.events },
+    gateway,
+    version: w.version,
+    limits: { record: cfg.maxBodyBytes, bulk: cfg.maxBulkBodyBytes },
+  });
+  const rate = { rateLimiter: parts.admission, rateLimits: cfg.rateLimits, rateWindowMs: cfg.rateWindowMs, allowSlowHttp: cfg.allowSlowHttp, authenticator: parts.authenticator, nativeAddonFile: findNativeAddon() };
   const adminListener = await startAdminListener({
     host: cfg.adminHost,
     port: cfg.adminPort,
@@ -154,7 +149,7 @@ export async function startApi(w: ApiInputs): Promise<{ port: number; adminPort:
     maxFailures: cfg.adminMaxFailures,
     keys: parts.keys,
     health,
-    audit: w.index,
+    audit,
     policies: access,
     ...rate,
   });

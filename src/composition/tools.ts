@@ -4,9 +4,9 @@ import { anchorerKeySource, type Config } from '../config/config.js';
 import type { ToolConfig } from '../config/cli-config.js';
 import { DrisError } from '../errors/dris-error.js';
 import type { VerifyDeps } from '../app/offline-verify/types.js';
-import type { LogReport, RepairOutcome } from '../adapters/queue/segment-repair.js';
+import type { LogReport, RepairOutcome } from '../adapters/storage/segment-repair.js';
 import { loadBackend } from './open-hashing.js';
-import { openIndex } from './open-index.js';
+import { openStorage } from './open-index.js';
 
 /**
  * The CLI's other commands get their dependencies here, from the same composition root as
@@ -19,11 +19,11 @@ export type { LogReport, RepairOutcome };
 
 /** `dris migrate`: creates or upgrades the hot index schema. */
 export async function migrateIndex(cfg: Config): Promise<void> {
-  const { index } = await openIndex(cfg);
+  const { storage } = await openStorage(cfg);
   try {
-    await index.migrate();
+    await storage.database.migrate();
   } finally {
-    await index.close();
+    await storage.close();
   }
 }
 
@@ -63,7 +63,7 @@ export interface QueueMaintenance {
 }
 
 export async function queueMaintenance(): Promise<QueueMaintenance> {
-  const { checkLog, findLogs, repairLog } = await import('../adapters/queue/segment-repair.js');
+  const { checkLog, findLogs, repairLog } = await import('../adapters/storage/segment-repair.js');
   const { ProcessLock } = await import('../adapters/process-lock.js');
   return {
     findLogs,

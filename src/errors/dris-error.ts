@@ -1,7 +1,8 @@
 /**
  * The one error type of dris. Every failure that can reach a caller is a DrisError with a stable
  * `code`; vendor errors are translated into one at the adapter that met them, keeping the vendor
- * error as `cause` for logs. HTTP status and retryability come from ERROR_TABLE only.
+ * error as `cause` for logs. Retryability comes from ERROR_TABLE; what a code answers over HTTP is
+ * decided at the HTTP edge (src/http/status.ts), so nothing below it knows of HTTP.
  */
 
 export type DrisErrorCode =
@@ -47,46 +48,44 @@ export type DrisErrorCode =
   | 'backend_unavailable';
 
 export interface ErrorTraits {
-  /** HTTP status the code answers with. */
-  readonly status: number;
   /** Whether the same request may succeed when sent again later. */
   readonly retryable: boolean;
 }
 
 export const ERROR_TABLE: Readonly<Record<DrisErrorCode, ErrorTraits>> = {
-  invalid_json: { status: 400, retryable: false },
-  validation_failed: { status: 400, retryable: false },
-  payload_too_large: { status: 413, retryable: false },
-  unsupported_media_type: { status: 415, retryable: false },
-  malformed_request: { status: 400, retryable: false },
-  request_timeout: { status: 408, retryable: true },
-  headers_too_large: { status: 431, retryable: false },
-  method_not_implemented: { status: 501, retryable: false },
-  http_version_not_supported: { status: 505, retryable: false },
-  missing_api_key: { status: 401, retryable: false },
-  invalid_api_key: { status: 401, retryable: false },
-  expired_api_key: { status: 401, retryable: false },
-  revoked_api_key: { status: 401, retryable: false },
-  forbidden_tenant: { status: 403, retryable: false },
-  forbidden_client: { status: 403, retryable: false },
-  admin_unauthorized: { status: 401, retryable: false },
-  not_found: { status: 404, retryable: false },
-  route_not_found: { status: 404, retryable: false },
-  method_not_allowed: { status: 405, retryable: false },
-  idempotency_conflict: { status: 409, retryable: false },
-  idempotency_in_progress: { status: 409, retryable: true },
-  invalid_state: { status: 409, retryable: false },
-  rate_limit_exceeded: { status: 429, retryable: true },
-  overloaded: { status: 503, retryable: true },
-  dependency_unavailable: { status: 503, retryable: true },
-  timeout: { status: 504, retryable: true },
-  storage_full: { status: 503, retryable: true },
-  storage_failed: { status: 503, retryable: true },
-  storage_corrupt: { status: 500, retryable: false },
-  not_implemented: { status: 501, retryable: false },
-  internal_error: { status: 500, retryable: true },
-  config_invalid: { status: 500, retryable: false },
-  backend_unavailable: { status: 500, retryable: false },
+  invalid_json: { retryable: false },
+  validation_failed: { retryable: false },
+  payload_too_large: { retryable: false },
+  unsupported_media_type: { retryable: false },
+  malformed_request: { retryable: false },
+  request_timeout: { retryable: true },
+  headers_too_large: { retryable: false },
+  method_not_implemented: { retryable: false },
+  http_version_not_supported: { retryable: false },
+  missing_api_key: { retryable: false },
+  invalid_api_key: { retryable: false },
+  expired_api_key: { retryable: false },
+  revoked_api_key: { retryable: false },
+  forbidden_tenant: { retryable: false },
+  forbidden_client: { retryable: false },
+  admin_unauthorized: { retryable: false },
+  not_found: { retryable: false },
+  route_not_found: { retryable: false },
+  method_not_allowed: { retryable: false },
+  idempotency_conflict: { retryable: false },
+  idempotency_in_progress: { retryable: true },
+  invalid_state: { retryable: false },
+  rate_limit_exceeded: { retryable: true },
+  overloaded: { retryable: true },
+  dependency_unavailable: { retryable: true },
+  timeout: { retryable: true },
+  storage_full: { retryable: true },
+  storage_failed: { retryable: true },
+  storage_corrupt: { retryable: false },
+  not_implemented: { retryable: false },
+  internal_error: { retryable: true },
+  config_invalid: { retryable: false },
+  backend_unavailable: { retryable: false },
 };
 
 /** One field-level problem: where (a path such as `records[2].recordPayload.a`), what, and why. */
@@ -120,10 +119,6 @@ export class DrisError extends Error {
     this.headers = options.headers ?? {};
   }
 
-  get status(): number {
-    return ERROR_TABLE[this.code].status;
-  }
-
   get retryable(): boolean {
     return ERROR_TABLE[this.code].retryable;
   }
@@ -152,7 +147,7 @@ export function errorBody(err: DrisError): ErrorBody {
   const body: Record<string, unknown> = { ...err.extra };
   body['error'] = err.code;
   // Internal failures never describe themselves to callers: the correlation id is what support needs.
-  body['message'] = err.status >= 500 && err.code === 'internal_error' ? 'internal error' : err.message;
+  body['message'] = err.code === 'internal_error' ? 'internal error' : err.message;
   body['details'] = err.fields.map((f) => `${f.path}: ${f.message}`);
   if (err.fields.length > 0) body['fieldErrors'] = err.fields.map((f) => ({ ...f }));
   return body as unknown as ErrorBody;

@@ -6,11 +6,11 @@ import type { KeyAdmin } from '../app/key-admin.js';
 import type { AuditLog } from '../domain/audit/ports.js';
 import type { RateLimiter } from '../domain/limits/ports.js';
 import type { AccessLevel } from '../domain/keys/types.js';
-import { componentLogger } from '../util/logger.js';
+import { createAdminServices } from '../app/api-services.js';
+import { componentLogger, type Logger } from '../util/logger.js';
+import { routesOf } from './route-table.js';
 import { Router } from './router.js';
-import { buildAdminRoutes } from './routes.js';
 import { UwsHttpServer } from './uws-server.js';
-import { policyAdminRoutes } from './verify-routes.js';
 
 /**
  * The administration listener: key and retrieval-policy administration and the detailed health
@@ -35,6 +35,10 @@ export interface AdminListenerOptions {
   readonly rateLimiter: RateLimiter;
   readonly rateLimits: Readonly<Record<AccessLevel, number>>;
   readonly rateWindowMs: number;
+  /** The `main` component logger by default. */
+  readonly logger?: Logger;
+  /** The native addon holding the request-framing guard (see HttpServerOptions). */
+  readonly nativeAddonFile?: string | undefined;
 }
 
 const LOOPBACK = /^(127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|localhost)$/i;
@@ -44,10 +48,14 @@ export async function startAdminListener(o: AdminListenerOptions): Promise<{ por
   const server = new UwsHttpServer({
     host: o.host,
     port: o.port,
-    router: new Router([
-      ...buildAdminRoutes({ keys: o.keys, health: o.health, onKeyChanged: (keyId) => o.authenticator.invalidate(keyId) }),
-      ...policyAdminRoutes({ audit: o.audit, policies: o.policies }),
-    ]),
+    router: new Router(
+      routesOf(
+        'admin',
+        { admin: createAdminServices({ keys: o.keys, health: o.health, audit: o.audit, policies: o.policies, onKeyChanged: (keyId) => o.authenticator.invalidate(keyId) }) },
+        // Each admin route bounds its own body.
+        { record: 0, bulk: 0 },
+      ),
+    ),
     authenticator: o.authenticator,
     rateLimiter: o.rateLimiter,
     rateLimits: o.rateLimits,
@@ -56,9 +64,10 @@ export async function startAdminListener(o: AdminListenerOptions): Promise<{ por
     // Operators, not traffic: a small bound is plenty.
     maxInFlight: 256,
     allowSlowHttp: o.allowSlowHttp,
+    nativeAddonFile: o.nativeAddonFile,
   });
   const port = await server.listen();
-  const log = componentLogger('main');
+  const log = o.logger ?? componentLogger('main');
   log.info({ host: o.host, port }, 'admin listening');
   if (!LOOPBACK.test(o.host)) log.warn({ host: o.host }, 'the administration listener is not on loopback: keep its port off public networks');
   return { port, close: () => server.close() };

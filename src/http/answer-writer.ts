@@ -1,6 +1,7 @@
 import type uWS from 'uWebSockets.js';
 import { errorBody, toDrisError } from '../errors/dris-error.js';
 import type { Logger } from '../util/logger.js';
+import { httpStatusOf } from './status.js';
 
 /** Writing answers: one place for the status line, headers, error bodies and Retry-After. */
 
@@ -72,8 +73,9 @@ export class AnswerWriter {
 
   error(res: uWS.HttpResponse, state: AnswerState, base: RequestBase, err: unknown): void {
     const e = toDrisError(err);
-    if (e.status >= 500) this.log.error({ err: e.cause ?? e, code: e.code, correlationId: base.correlationId }, 'request failed');
-    this.write(res, state, base, { status: e.status, headers: e.headers, contentType: 'application/json', body: JSON.stringify(errorBody(e)) });
+    const status = httpStatusOf(e);
+    if (status >= 500) this.log.error({ err: e.cause ?? e, code: e.code, correlationId: base.correlationId }, 'request failed');
+    this.write(res, state, base, { status, headers: e.headers, contentType: 'application/json', body: JSON.stringify(errorBody(e)) });
   }
 
   /** `a.headers` win over `base.headers`. */

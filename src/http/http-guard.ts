@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { findNativeAddon } from '../adapters/hashing/native-backend.js';
 import { DrisError, type DrisErrorCode } from '../errors/dris-error.js';
 import type { Logger } from '../util/logger.js';
 
@@ -88,8 +87,7 @@ function uwsBinary(): string {
   return realpathSync(path.join(path.dirname(entry), '..', 'binaries', `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`));
 }
 
-function loadAddon(): GuardAddon {
-  const file = findNativeAddon();
+function loadAddon(file: string | undefined): GuardAddon {
   if (file === undefined) throw new Error('the native addon is not built (npm run build:native)');
   const addon = createRequire(import.meta.url)(file) as Partial<GuardAddon>;
   if (typeof addon.httpGuardInstall !== 'function' || typeof addon.httpGuardStats !== 'function') throw new Error(`${file} predates the HTTP guard: rebuild it`);
@@ -106,12 +104,13 @@ export class HttpGuard {
 
   /**
    * Installs the guard on the HTTP context of a uWS listen socket; null (and one warning per
-   * process) when the native addon is missing, the server then runs without it.
+   * process) when the native addon is missing, the server then runs without it. `addonFile` is
+   * the native addon's path, found by the composition root (the HTTP edge loads no adapter).
    */
-  static install(listenSocket: unknown, port: number, limits: GuardLimits, log: Logger): HttpGuard | null {
+  static install(listenSocket: unknown, port: number, limits: GuardLimits, log: Logger, addonFile: string | undefined): HttpGuard | null {
     const prefix = `/.dris-guard/${randomBytes(16).toString('hex')}/`;
     try {
-      const addon = loadAddon();
+      const addon = loadAddon(addonFile);
       addon.httpGuardInstall(listenSocket, port, uwsBinary(), {
         maxHeadBytes: limits.maxHeaderBytes,
         maxHeaderFields: limits.maxHeaderFields,

@@ -5,7 +5,7 @@ import type { Authenticator, Principal } from '../app/authenticator.js';
 import type { RateDecision, RateLimiter } from '../domain/limits/ports.js';
 import type { AccessLevel } from '../domain/keys/types.js';
 import { HTTP_DEFAULTS, type HttpConfig } from '../config/http-config.js';
-import { componentLogger } from '../util/logger.js';
+import { componentLogger, type Logger } from '../util/logger.js';
 import { AnswerWriter, type Answer, type AnswerState, type RequestBase } from './answer-writer.js';
 import { BodyDeadlines, BodyReader, ByteBudget, type BodyFailure } from './body-reader.js';
 import { HttpGuard } from './http-guard.js';
@@ -41,6 +41,10 @@ export interface HttpServerOptions {
   readonly allowSlowHttp: boolean;
   /** Limits of the front (heads, bodies, deadlines); HTTP_DEFAULTS for any not given. */
   readonly limits?: Partial<Omit<HttpConfig, 'maxInFlight'>>;
+  /** Where failed requests are logged; the `http` component logger by default. */
+  readonly logger?: Logger;
+  /** The native addon holding the request-framing guard; absent, the front runs without it. */
+  readonly nativeAddonFile?: string | undefined;
 }
 
 interface RequestState extends AnswerState {
@@ -72,7 +76,7 @@ interface AuthOutcome {
 export class UwsHttpServer {
   private listenSocket: uWS.us_listen_socket | null = null;
   private inFlight = 0;
-  private readonly log = componentLogger('http');
+  private readonly log: Logger;
   private readonly app: uWS.TemplatedApp;
   private readonly limits: Omit<HttpConfig, 'maxInFlight'>;
   private readonly answers: AnswerWriter;
@@ -84,6 +88,7 @@ export class UwsHttpServer {
     if (!uwsIsNative() && !options.allowSlowHttp) {
       throw new DrisError('config_invalid', 'uWebSockets.js has no native build for this Node; set DRIS_ALLOW_SLOW_HTTP=true to run on its slow fallback');
     }
+    this.log = options.logger ?? componentLogger('http');
     this.limits = { ...HTTP_DEFAULTS, ...options.limits };
     this.answers = new AnswerWriter(this.log, this.limits.retryAfterSeconds);
     this.budget = new ByteBudget(this.limits.bodyBudgetBytes);
@@ -106,7 +111,7 @@ export class UwsHttpServer {
         this.listenSocket = token;
         const port = uWS.us_socket_local_port(token);
         // Before the loop turns again, so that no connection is accepted without it.
-        if (uwsIsNative()) this.guard = HttpGuard.install(token, port, { ...this.limits, maxBodyBytes: this.largestBody() }, this.log);
+        if (uwsIsNative()) this.guard = HttpGuard.install(token, port, { ...this.limits, maxBodyBytes: this.largestBody() }, this.log, this.options.nativeAddonFile);
         resolve(port);
       });
     });
@@ -205,7 +210,8 @@ export class UwsHttpServer {
       }
       let payload: Buffer = Buffer.alloc(0);
       if (method === 'POST' || method === 'PUT' || method === 'PATCH') {
-        if (maxBody > 0 && !isJson(headers.contentType)) throw new DrisError('unsupported_media_type', 'the body must be application/json');
+        // A request without a body has no media type to refuse: a route that needs a body refuses its absence itself.
+        if (hasBody && maxBody > 0 && !isJson(headers.contentType)) throw new DrisError('unsupported_media_type', 'the body must be application/json');
         if (state.reader !== null) {
           const read = await state.reader.result;
           if (typeof read === 'string') throw bodyError(read, maxBody);

@@ -3,6 +3,7 @@ import type { Authenticator, Principal } from '../../src/app/authenticator.js';
 import type { RateDecision, RateLimiter } from '../../src/domain/limits/ports.js';
 import { DrisError } from '../../src/errors/dris-error.js';
 import { Router, type Route } from '../../src/http/router.js';
+import { findNativeAddon } from '../../src/adapters/hashing/native-backend.js';
 import { UwsHttpServer, type HttpServerOptions } from '../../src/http/uws-server.js';
 import { GUARD_TESTS, rawRequest } from './raw-http.js';
 
@@ -72,6 +73,7 @@ async function start(t: Test, limits: HttpServerOptions['limits'], maxInFlight =
     rateWindowMs: 3_600_000,
     maxInFlight,
     allowSlowHttp: false,
+    nativeAddonFile: findNativeAddon(),
     ...(limits === undefined ? {} : { limits }),
   });
   const port = await server.listen();

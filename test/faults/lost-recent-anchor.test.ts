@@ -4,8 +4,8 @@ import { Interface, solidityPackedKeccak256, toBeHex, zeroPadValue } from 'ether
 import t from 'tap';
 import { startEmbeddedChain } from '../../src/adapters/chain/embedded-chain.js';
 import { loadHashingBackend } from '../../src/adapters/hashing/select-backend.js';
-import { ChdbIndex } from '../../src/adapters/index/chdb-index.js';
-import { ClickHousePipelineStore } from '../../src/adapters/index/clickhouse-pipeline-store.js';
+import { openClickHouseStorage } from '../../src/adapters/clickhouse/open-storage.js';
+import { ClickHousePipelineStore } from '../../src/adapters/clickhouse/pipeline-store.js';
 import { EmbeddedPinner } from '../../src/adapters/ipfs/embedded-pinner.js';
 import { Anchorer } from '../../src/app/anchorer.js';
 import { REQUEUED_REASON } from '../../src/app/anchor-transitions.js';
@@ -95,10 +95,10 @@ t.test('a lost recent anchor behind 10 000 anchored batches is anchored again, a
   };
 
   // The store: 10 000 batches anchored long ago, then RECENT batches waiting to be anchored.
-  const index = new ChdbIndex({ path: path.join(dir.dir, 'clickhouse') });
+  const { storage: index } = await openClickHouseStorage({ engine: { kind: 'embedded', path: path.join(dir.dir, 'clickhouse') } });
   t.teardown(() => index.close());
-  await index.migrate();
-  const store = new ClickHousePipelineStore(index.runner, index.database).fenced(1);
+  await index.database.migrate();
+  const store = new ClickHousePipelineStore(index.database).fenced(1);
   const old = Array.from({ length: OLD }, (_, i) => formed(i + 1));
   for (let from = 0; from < OLD; from += 2_000) {
     await store.saveFormedBatches(
@@ -155,7 +155,7 @@ t.test('a lost recent anchor behind 10 000 anchored batches is anchored again, a
       return chain.anchorOf(root);
     },
   });
-  const anchorer = new Anchorer(new ClickHousePipelineStore(index.runner, index.database), pinner, counted, hashing, {
+  const anchorer = new Anchorer(new ClickHousePipelineStore(index.database), pinner, counted, hashing, {
     maxAttempts: 100,
     baseDelayMs: 100,
     maxDelayMs: 1000,
@@ -164,7 +164,7 @@ t.test('a lost recent anchor behind 10 000 anchored batches is anchored again, a
   await anchorer.start(1);
   t.teardown(() => anchorer.stop());
   const anchoredCount = async (): Promise<{ n: number; distinct: number; min: number; max: number }> => {
-    const [r] = await index.runner.query<{ n: string | number; d: string | number; lo: string | number | null; hi: string | number | null }>(
+    const [r] = await index.database.runner.query<{ n: string | number; d: string | number; lo: string | number | null; hi: string | number | null }>(
       `SELECT count() AS n, uniqExact(batch_seq) AS d, min(batch_seq) AS lo, max(batch_seq) AS hi FROM dris.batches FINAL WHERE status = 'Anchored'`,
     );
     return { n: Number(r?.n ?? 0), distinct: Number(r?.d ?? 0), min: Number(r?.lo ?? 0), max: Number(r?.hi ?? 0) };
@@ -206,7 +206,7 @@ t.test('a lost recent anchor behind 10 000 anchored batches is anchored again, a
     t.equal(life[4]?.reason, REQUEUED_REASON);
   }
   for (const [i, f] of later.entries()) t.equal((await store.getBatch(f.batch.batchId))?.batchSeq, OLD + RECENT + i + 1, 'a later batch after them');
-  const [requeued] = await index.runner.query<{ n: string | number }>(`SELECT count() AS n FROM dris.snapshot_lifecycle WHERE reason = {r:String}`, { r: REQUEUED_REASON });
+  const [requeued] = await index.database.runner.query<{ n: string | number }>(`SELECT count() AS n FROM dris.snapshot_lifecycle WHERE reason = {r:String}`, { r: REQUEUED_REASON });
   t.equal(Number(requeued?.n), RECENT, 'no older batch was touched');
 
   // On the chain: one Anchored event per real anchor, each in the transaction the store records.

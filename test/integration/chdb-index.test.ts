@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import t from 'tap';
-import { ChdbIndex, ChdbSqlRunner } from '../../src/adapters/index/chdb-index.js';
+import { ChdbSqlRunner } from '../../src/adapters/clickhouse/chdb-runner.js';
+import { openClickHouseStorage } from '../../src/adapters/clickhouse/open-storage.js';
 import { setLogLevel } from '../../src/util/logger.js';
 import { BASE_MS, record } from './index-fixtures.js';
 import { indexSuite } from './index-suite.js';
@@ -19,7 +20,7 @@ t.teardown(() => {
 });
 
 // A second runner on the same directory shares the engine (chDB allows that within a process).
-const ctx = indexSuite(t, { name: 'chdb', open: () => Promise.resolve({ index: new ChdbIndex({ path }), raw: new ChdbSqlRunner(path, 30_000) }) });
+const ctx = indexSuite(t, { name: 'chdb', open: async () => ({ index: (await openClickHouseStorage({ engine: { kind: 'embedded', path } })).storage, raw: new ChdbSqlRunner(path, 30_000) }) });
 
 async function storedRows(tenantId: string): Promise<number> {
   const rows = await ctx.raw.query<{ n: number | string }>('SELECT count() AS n FROM dris.records WHERE tenant_id = {t:String}', { t: tenantId });
@@ -31,26 +32,26 @@ const execFileP = promisify(execFile);
 void t.test('data persists across sessions and processes', async (t) => {
   const tenant = 'tenant-d';
   const recs = Array.from({ length: 20 }, () => record(tenant));
-  await ctx.index.insertRecords(recs);
-  await ctx.index.append([
+  await ctx.index.records.insertRecords(recs);
+  await ctx.index.audit.append([
     { eventId: 'persist-1', atMs: BASE_MS, tenantId: tenant, clientId: 'c', keyId: 'k', action: 'record.ingest', resource: 'r', outcome: 'success', correlationId: 'x' },
   ]);
   await ctx.raw.close();
   await ctx.index.close();
-  await t.rejects(ctx.index.queryRecords({ tenantId: tenant, limit: 1 }), { code: 'dependency_unavailable' });
-  await t.rejects(ctx.index.insertRecords([record(tenant)]), { code: 'dependency_unavailable' });
+  await t.rejects(ctx.index.records.queryRecords({ tenantId: tenant, limit: 1 }), { code: 'dependency_unavailable' });
+  await t.rejects(ctx.index.records.insertRecords([record(tenant)]), { code: 'dependency_unavailable' });
 
   // A second process may open the directory once this one has let go of it (chDB locks it).
-  const moduleUrl = new URL('../../src/adapters/index/chdb-index.js', import.meta.url).href;
+  const moduleUrl = new URL('../../src/adapters/clickhouse/open-storage.js', import.meta.url).href;
   const child = `
-    const { ChdbIndex } = await import(${JSON.stringify(moduleUrl)});
+    const { openClickHouseStorage } = await import(${JSON.stringify(moduleUrl)});
     const { setLogLevel } = await import(${JSON.stringify(new URL('../../src/util/logger.js', import.meta.url).href)});
     setLogLevel('silent');
-    const index = new ChdbIndex({ path: ${JSON.stringify(path)} });
-    await index.migrate();
-    const page = await index.queryRecords({ tenantId: ${JSON.stringify(tenant)}, limit: 1000 });
-    const audit = await index.query({ tenantId: ${JSON.stringify(tenant)}, limit: 10 });
-    await index.insertRecords([${JSON.stringify(record(tenant))}]);
+    const { storage: index } = await openClickHouseStorage({ engine: { kind: 'embedded', path: ${JSON.stringify(path)} } });
+    await index.database.migrate();
+    const page = await index.records.queryRecords({ tenantId: ${JSON.stringify(tenant)}, limit: 1000 });
+    const audit = await index.audit.query({ tenantId: ${JSON.stringify(tenant)}, limit: 10 });
+    await index.records.insertRecords([${JSON.stringify(record(tenant))}]);
     await index.close();
     process.stdout.write(JSON.stringify({ ids: page.items.map((i) => i.ingestId), events: audit.items.map((e) => e.eventId) }));
   `;
@@ -61,9 +62,9 @@ void t.test('data persists across sessions and processes', async (t) => {
   t.same(seen.events, ['persist-1']);
 
   // And this process again, after the child closed: it sees what the child wrote.
-  ctx.index = new ChdbIndex({ path });
+  ctx.index = (await openClickHouseStorage({ engine: { kind: 'embedded', path } })).storage;
   ctx.raw = new ChdbSqlRunner(path, 30_000);
-  await ctx.index.migrate();
-  t.equal((await ctx.index.queryRecords({ tenantId: tenant, limit: 1000 })).items.length, 21);
+  await ctx.index.database.migrate();
+  t.equal((await ctx.index.records.queryRecords({ tenantId: tenant, limit: 1000 })).items.length, 21);
   t.equal(await storedRows(tenant), 21);
 });

@@ -2,8 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { ChdbIndex } from '../../src/adapters/index/chdb-index.js';
-import { ClickHouseEvidenceStore, DEFAULT_HISTORY_WRITES } from '../../src/adapters/index/clickhouse-evidence-store.js';
+import { openClickHouseStorage } from '../../src/adapters/clickhouse/open-storage.js';
 import type { AuditEvent } from '../../src/domain/audit/ports.js';
 import { verificationAuditEvent } from '../../src/domain/audit/verification-events.js';
 import type { VerificationHistoryEntry } from '../../src/domain/verification/types.js';
@@ -20,7 +19,7 @@ const root = mkdtempSync(join(tmpdir(), 'dris-index-journal-'));
 t.teardown(() => {
   rmSync(root, { recursive: true, force: true });
 });
-const options = { path: join(root, 'clickhouse'), journalDir: join(root, 'index-journal') };
+const options = { engine: { kind: 'embedded', path: join(root, 'clickhouse') }, journalDir: join(root, 'index-journal') } as const;
 const BASE_MS = Date.parse('2026-01-01T00:00:00.000Z');
 
 function event(i: number): AuditEvent {
@@ -49,10 +48,10 @@ function entry(i: number): VerificationHistoryEntry {
 }
 
 t.test('audit and history appends go through the journal and read back at once', async (t) => {
-  const index = new ChdbIndex(options);
-  await index.migrate();
+  const index = (await openClickHouseStorage(options)).storage;
+  await index.database.migrate();
   // The journal makes their rows durable (it flushes the engine's file system), so their inserts skip it.
-  const settings = await index.runner.query<{ name: string; create_table_query: string }>(
+  const settings = await index.database.runner.query<{ name: string; create_table_query: string }>(
     `SELECT name, create_table_query FROM system.tables WHERE database = 'dris' AND name IN ('verifications', 'audit_events') ORDER BY name`,
   );
   t.same(
@@ -62,12 +61,12 @@ t.test('audit and history appends go through the journal and read back at once',
       ['verifications', true],
     ],
   );
-  const evidence = new ClickHouseEvidenceStore(index.runner, index.database, { history: index.appendSink('verifications', DEFAULT_HISTORY_WRITES) });
-  await Promise.all(Array.from({ length: 300 }, (_, i) => Promise.all([index.append([event(i)]), evidence.append([entry(i)])])));
+  const evidence = index.history;
+  await Promise.all(Array.from({ length: 300 }, (_, i) => Promise.all([index.audit.append([event(i)]), evidence.append([entry(i)])])));
   t.equal(index.stats().auditInserts, 0, 'no insert of the index own writer');
 
   // The trail lists the verifications from their history rows, beside its own events.
-  const audit = await index.query({ tenantId: 'acme', limit: 1000 });
+  const audit = await index.audit.query({ tenantId: 'acme', limit: 1000 });
   t.equal(audit.items.length, 600);
   t.same(audit.items.slice(0, 2), [verificationAuditEvent(entry(299)), event(299)]);
   const history = await evidence.query({ tenantId: 'acme', limit: 1000 });
@@ -75,22 +74,21 @@ t.test('audit and history appends go through the journal and read back at once',
   t.same(history.items.at(-1), entry(0));
 
   // Written, then read right away: the read waits for its copy, in either table.
-  await index.append([event(300)]);
-  t.same((await index.query({ tenantId: 'acme', limit: 1 })).items, [event(300)]);
+  await index.audit.append([event(300)]);
+  t.same((await index.audit.query({ tenantId: 'acme', limit: 1 })).items, [event(300)]);
   await evidence.append([entry(301)]);
-  t.same((await index.query({ tenantId: 'acme', action: 'verify.record', limit: 1 })).items, [verificationAuditEvent(entry(301))]);
-  await evidence.close();
+  t.same((await index.audit.query({ tenantId: 'acme', action: 'verify.record', limit: 1 })).items, [verificationAuditEvent(entry(301))]);
   await index.close();
 });
 
 t.test('what the journal held at close is in the tables after a restart', async (t) => {
-  const index = new ChdbIndex(options);
-  await index.migrate();
-  await index.append([event(301), event(302)]);
+  const index = (await openClickHouseStorage(options)).storage;
+  await index.database.migrate();
+  await index.audit.append([event(301), event(302)]);
   await index.close();
-  const again = new ChdbIndex(options);
-  await again.migrate();
-  const audit = await again.query({ tenantId: 'acme', action: 'evidence.access', limit: 3 });
+  const again = (await openClickHouseStorage(options)).storage;
+  await again.database.migrate();
+  const audit = await again.audit.query({ tenantId: 'acme', action: 'evidence.access', limit: 3 });
   t.same(audit.items.map((e) => e.eventId), ['ev-0302', 'ev-0301', 'ev-0300']);
   await again.close();
 });

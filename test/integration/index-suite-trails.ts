@@ -1,5 +1,5 @@
 import type { Test } from 'tap';
-import { ClickHouseEvidenceStore } from '../../src/adapters/index/clickhouse-evidence-store.js';
+import { ClickHouseVerificationHistory } from '../../src/adapters/clickhouse/history-store.js';
 import type { AuditEvent } from '../../src/domain/audit/ports.js';
 import { verificationAuditEvent } from '../../src/domain/audit/verification-events.js';
 import type { ApiKeyRecord } from '../../src/domain/keys/types.js';
@@ -24,25 +24,25 @@ export function indexTrailSuite(t: Test, ctx: IndexUnderTest): void {
       rotatedFrom: null,
       ...over,
     });
-    t.equal(await ctx.index.countKeys(), 0);
-    t.equal(await ctx.index.getKey('k-missing'), null);
+    t.equal(await ctx.index.keys.countKeys(), 0);
+    t.equal(await ctx.index.keys.getKey('k-missing'), null);
     const a = key('k-a', 'ten-1', BASE_MS, { level: 'premium', expiresAtMs: BASE_MS + 86_400_000, alsoTenants: ['ten-2', 'ten-3'] });
     const b = key('k-b', 'ten-1', BASE_MS + 1000, { rotatedFrom: 'k-a' });
     const c = key('k-c', 'ten-2', BASE_MS + 2000, { level: 'enterprise' });
-    await ctx.index.putKey(a);
-    await ctx.index.putKey(b);
-    await ctx.index.putKey(c);
-    t.same(await ctx.index.getKey('k-a'), a);
-    t.same(await ctx.index.listKeys('ten-1'), [b, a]);
-    t.same(await ctx.index.listKeys(), [c, b, a]);
-    t.equal(await ctx.index.countKeys(), 3);
+    await ctx.index.keys.putKey(a);
+    await ctx.index.keys.putKey(b);
+    await ctx.index.keys.putKey(c);
+    t.same(await ctx.index.keys.getKey('k-a'), a);
+    t.same(await ctx.index.keys.listKeys('ten-1'), [b, a]);
+    t.same(await ctx.index.keys.listKeys(), [c, b, a]);
+    t.equal(await ctx.index.keys.countKeys(), 3);
 
     // Revocation right after creation (same millisecond) must still win.
     const revoked = { ...a, revokedAtMs: BASE_MS + 5000 };
-    await ctx.index.putKey(revoked);
-    t.same(await ctx.index.getKey('k-a'), revoked);
-    t.equal(await ctx.index.countKeys(), 3);
-    t.same(await ctx.index.listKeys('ten-1'), [b, revoked]);
+    await ctx.index.keys.putKey(revoked);
+    t.same(await ctx.index.keys.getKey('k-a'), revoked);
+    t.equal(await ctx.index.keys.countKeys(), 3);
+    t.same(await ctx.index.keys.listKeys('ten-1'), [b, revoked]);
   });
 
   /** Every event of a tenant's trail, a page of `limit` at a time, following the cursors. */
@@ -51,7 +51,7 @@ export function indexTrailSuite(t: Test, ctx: IndexUnderTest): void {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const p = await ctx.index.query({ tenantId, limit, ...(cursor === null ? {} : { cursor }) });
+      const p = await ctx.index.audit.query({ tenantId, limit, ...(cursor === null ? {} : { cursor }) });
       ids.push(...p.items.map((i) => i.eventId));
       cursor = p.nextCursor;
       pages += 1;
@@ -75,16 +75,16 @@ export function indexTrailSuite(t: Test, ctx: IndexUnderTest): void {
     });
     const events = Array.from({ length: 40 }, (_, i) => ev(i, i === 7 ? { detail: { count: 3, list: ['a'] } } : i === 8 ? { detail: {} } : {}));
     const before = ctx.index.stats();
-    await Promise.all(events.map((e) => ctx.index.append([e])));
+    await Promise.all(events.map((e) => ctx.index.audit.append([e])));
     t.ok(ctx.index.stats().auditInserts - before.auditInserts <= 5);
     // An append retried after an ambiguous failure: the event is listed once.
     const dup = events[11];
     if (dup === undefined) throw new Error('fixture');
-    await ctx.index.append([dup]);
-    await ctx.index.append([ev(99, { tenantId: 'tenant-b' })]);
+    await ctx.index.audit.append([dup]);
+    await ctx.index.audit.append([ev(99, { tenantId: 'tenant-b' })]);
 
     const newestFirst = [...events].sort((x, y) => (x.atMs === y.atMs ? (x.eventId < y.eventId ? 1 : -1) : y.atMs - x.atMs));
-    const page = await ctx.index.query({ tenantId: tenant, limit: 100 });
+    const page = await ctx.index.audit.query({ tenantId: tenant, limit: 100 });
     t.same(page.items, newestFirst);
     t.equal(page.nextCursor, null);
 
@@ -92,21 +92,21 @@ export function indexTrailSuite(t: Test, ctx: IndexUnderTest): void {
     t.equal(paged.pages, 7);
     t.same(paged.ids, newestFirst.map((e) => e.eventId));
 
-    const byAction = await ctx.index.query({ tenantId: tenant, action: 'key.create', limit: 100 });
+    const byAction = await ctx.index.audit.query({ tenantId: tenant, action: 'key.create', limit: 100 });
     t.same(byAction.items.map((e) => e.eventId), newestFirst.filter((e) => e.action === 'key.create').map((e) => e.eventId));
-    const byKey = await ctx.index.query({ tenantId: tenant, keyId: 'key-3', clientId: 'cli-even', limit: 100 });
+    const byKey = await ctx.index.audit.query({ tenantId: tenant, keyId: 'key-3', clientId: 'cli-even', limit: 100 });
     t.same(
       byKey.items.map((e) => e.eventId),
       newestFirst.filter((e) => e.keyId === 'key-3' && e.clientId === 'cli-even').map((e) => e.eventId),
     );
-    const byTime = await ctx.index.query({ tenantId: tenant, fromMs: BASE_MS + 3000, toMs: BASE_MS + 5000, limit: 100 });
+    const byTime = await ctx.index.audit.query({ tenantId: tenant, fromMs: BASE_MS + 3000, toMs: BASE_MS + 5000, limit: 100 });
     t.same(byTime.items.map((e) => e.eventId), ['ev-0009', 'ev-0008', 'ev-0007', 'ev-0006']);
-    t.same((await ctx.index.query({ tenantId: 'tenant-b', limit: 10 })).items.map((e) => e.eventId), ['ev-0099']);
+    t.same((await ctx.index.audit.query({ tenantId: 'tenant-b', limit: 10 })).items.map((e) => e.eventId), ['ev-0099']);
   });
 
   t.test('audit: verifications are listed from their history rows, beside the events', async (t) => {
     const tenant = 'tenant-v';
-    const evidence = new ClickHouseEvidenceStore(ctx.index.runner, ctx.index.database);
+    const history = new ClickHouseVerificationHistory(ctx.index.database);
     const at = (i: number): number => BASE_MS + 100_000 + i * 1000;
     const modes = ['stored', 'payload', 'batch', 'hash', 'snapshot'] as const;
     const entry = (i: number, over: Partial<VerificationHistoryEntry> = {}): VerificationHistoryEntry => {
@@ -146,17 +146,17 @@ export function indexTrailSuite(t: Test, ctx: IndexUnderTest): void {
     });
     const entries = Array.from({ length: 20 }, (_, i) => entry(i));
     const events = Array.from({ length: 10 }, (_, i) => ev(i * 2 + 1));
-    await Promise.all(entries.map((e) => evidence.append([e])));
-    await ctx.index.append(events);
+    await Promise.all(entries.map((e) => history.append([e])));
+    await ctx.index.audit.append(events);
     // A retried append stores an entry twice; the entry of another tenant stays there.
-    await evidence.append([entries[4] ?? entry(4)]);
-    await evidence.append([entry(50, { tenantId: 'tenant-w' })]);
+    await history.append([entries[4] ?? entry(4)]);
+    await history.append([entry(50, { tenantId: 'tenant-w' })]);
     // What an earlier version wrote beside each history row: the same facts, not listed again.
-    await ctx.index.append(entries.slice(0, 5).map((e) => ({ ...verificationAuditEvent(e), eventId: `old-${e.verificationId}` })));
+    await ctx.index.audit.append(entries.slice(0, 5).map((e) => ({ ...verificationAuditEvent(e), eventId: `old-${e.verificationId}` })));
 
     const expected = [...entries.map(verificationAuditEvent), ...events].sort((x, y) => y.atMs - x.atMs || (x.eventId < y.eventId ? 1 : -1));
-    t.same((await ctx.index.query({ tenantId: tenant, limit: 100 })).items, expected);
-    const listed = new Map((await ctx.index.query({ tenantId: tenant, limit: 100 })).items.map((e) => [e.eventId, e]));
+    t.same((await ctx.index.audit.query({ tenantId: tenant, limit: 100 })).items, expected);
+    const listed = new Map((await ctx.index.audit.query({ tenantId: tenant, limit: 100 })).items.map((e) => [e.eventId, e]));
     t.same(listed.get('ver-0001'), {
       eventId: 'ver-0001',
       atMs: at(1),
@@ -175,16 +175,16 @@ export function indexTrailSuite(t: Test, ctx: IndexUnderTest): void {
     t.same((await auditPages(tenant, 4)).ids, expected.map((e) => e.eventId), 'pages across both tables, in order, without overlap');
 
     for (const action of ['verify.record', 'verify.payload', 'verify.snapshot', 'evidence.access']) {
-      const page = await ctx.index.query({ tenantId: tenant, action, limit: 100 });
+      const page = await ctx.index.audit.query({ tenantId: tenant, action, limit: 100 });
       t.same(page.items, expected.filter((e) => e.action === action), action);
       t.ok(page.items.length > 0, `${action} is reached`);
     }
-    const byActor = await ctx.index.query({ tenantId: tenant, keyId: 'key-3', clientId: 'cli-even', limit: 100 });
+    const byActor = await ctx.index.audit.query({ tenantId: tenant, keyId: 'key-3', clientId: 'cli-even', limit: 100 });
     t.same(byActor.items, expected.filter((e) => e.keyId === 'key-3' && e.clientId === 'cli-even'));
-    const byTime = await ctx.index.query({ tenantId: tenant, fromMs: at(3), toMs: at(6), limit: 100 });
+    const byTime = await ctx.index.audit.query({ tenantId: tenant, fromMs: at(3), toMs: at(6), limit: 100 });
     t.same(byTime.items.map((e) => e.eventId), ['ver-0005', 'ev-0005', 'ver-0004', 'ver-0003', 'ev-0003']);
-    t.same((await ctx.index.query({ tenantId: 'tenant-w', limit: 10 })).items, [verificationAuditEvent(entry(50, { tenantId: 'tenant-w' }))]);
-    await evidence.close();
+    t.same((await ctx.index.audit.query({ tenantId: 'tenant-w', limit: 10 })).items, [verificationAuditEvent(entry(50, { tenantId: 'tenant-w' }))]);
+    await history.close();
   });
 
   t.test('engine errors become DrisErrors; insert errors carry no row data', async (t) => {

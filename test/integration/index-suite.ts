@@ -1,8 +1,8 @@
 import type { Test } from 'tap';
-import { ClickHouseEvidenceStore } from '../../src/adapters/index/clickhouse-evidence-store.js';
-import { ClickHousePipelineStore } from '../../src/adapters/index/clickhouse-pipeline-store.js';
-import type { ClickHouseRecordIndex } from '../../src/adapters/index/clickhouse-record-index.js';
-import type { SqlRunner } from '../../src/adapters/index/sql-runner.js';
+import { ClickHouseEvidenceStore } from '../../src/adapters/clickhouse/evidence-store.js';
+import { ClickHousePipelineStore } from '../../src/adapters/clickhouse/pipeline-store.js';
+import type { SqlRunner } from '../../src/adapters/clickhouse/sql-runner.js';
+import type { ClickHouseStorage } from '../../src/adapters/clickhouse/storage.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
 import { BASE_MS, hex, record, summaryOf } from './index-fixtures.js';
 import { indexTrailSuite } from './index-suite-trails.js';
@@ -14,7 +14,7 @@ import { indexTrailSuite } from './index-suite-trails.js';
  */
 
 export interface IndexUnderTest {
-  index: ClickHouseRecordIndex;
+  index: ClickHouseStorage;
   /** A runner on the same engine, reading tables directly (without FINAL where a check needs stored rows). */
   raw: SqlRunner;
 }
@@ -43,11 +43,11 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
     return Number(rows[0]?.n);
   }
 
-  async function allPages(tenantId: string, limit: number, extra: Partial<Parameters<ClickHouseRecordIndex['queryRecords']>[0]> = {}): Promise<string[][]> {
+  async function allPages(tenantId: string, limit: number, extra: Partial<Parameters<ClickHouseStorage['records']['queryRecords']>[0]> = {}): Promise<string[][]> {
     const pages: string[][] = [];
     let cursor: string | null = null;
     do {
-      const page = await ctx.index.queryRecords({ tenantId, limit, ...extra, ...(cursor === null ? {} : { cursor }) });
+      const page = await ctx.index.records.queryRecords({ tenantId, limit, ...extra, ...(cursor === null ? {} : { cursor }) });
       pages.push(page.items.map((i) => i.ingestId));
       cursor = page.nextCursor;
     } while (cursor !== null && pages.length < 100);
@@ -55,8 +55,8 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
   }
 
   t.test('migrate is idempotent and records each version once', async (t) => {
-    await ctx.index.migrate();
-    await ctx.index.migrate();
+    await ctx.index.database.migrate();
+    await ctx.index.database.migrate();
     const versions = await ctx.raw.query<{ version: number | string }>('SELECT version FROM dris.schema_migrations ORDER BY version');
     t.same(versions.map((v) => Number(v.version)), Array.from({ length: 22 }, (_, i) => i + 1));
     const tables = await ctx.raw.query<{ name: string }>(
@@ -122,15 +122,15 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
     }
     // Five records sharing one acceptedAt: paging must break the tie by ingestId.
     for (let i = 0; i < 5; i++) recs.push(record(tenant, { atMs: BASE_MS + 30_000 }));
-    await ctx.index.insertRecords(recs.slice(0, 10));
-    await ctx.index.insertRecords(recs.slice(10));
-    await ctx.index.insertRecords([record('tenant-other', { atMs: BASE_MS })]);
+    await ctx.index.records.insertRecords(recs.slice(0, 10));
+    await ctx.index.records.insertRecords(recs.slice(10));
+    await ctx.index.records.insertRecords([record('tenant-other', { atMs: BASE_MS })]);
 
     const expected = [...recs].sort((a, b) =>
       a.acceptedAt === b.acceptedAt ? (a.ingestId < b.ingestId ? -1 : 1) : a.acceptedAt < b.acceptedAt ? -1 : 1,
     );
 
-    const all = await ctx.index.queryRecords({ tenantId: tenant, limit: 100 });
+    const all = await ctx.index.records.queryRecords({ tenantId: tenant, limit: 100 });
     t.same(all.items, expected.map(summaryOf));
     t.equal(all.nextCursor, null);
 
@@ -140,37 +140,37 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
     const tiePages = await allPages(tenant, 2, { fromMs: BASE_MS + 30_000 });
     t.same(tiePages.flat(), expected.slice(25).map((r) => r.ingestId));
 
-    const byDb = await ctx.index.queryRecords({ tenantId: tenant, database: 'erp', limit: 100 });
+    const byDb = await ctx.index.records.queryRecords({ tenantId: tenant, database: 'erp', limit: 100 });
     t.same(byDb.items.map((i) => i.ingestId), expected.filter((r) => r.database === 'erp').map((r) => r.ingestId));
-    const byDbColl = await ctx.index.queryRecords({ tenantId: tenant, database: 'crm', collection: 'orders', limit: 100 });
+    const byDbColl = await ctx.index.records.queryRecords({ tenantId: tenant, database: 'crm', collection: 'orders', limit: 100 });
     t.same(
       byDbColl.items.map((i) => i.ingestId),
       expected.filter((r) => r.database === 'crm' && r.collection === 'orders').map((r) => r.ingestId),
     );
     const target = recs[7];
     if (target === undefined) throw new Error('fixture');
-    const byRecord = await ctx.index.queryRecords({ tenantId: tenant, recordId: target.recordId, limit: 10 });
+    const byRecord = await ctx.index.records.queryRecords({ tenantId: tenant, recordId: target.recordId, limit: 10 });
     t.same(byRecord.items, [summaryOf(target)]);
 
     // [from, to): from inclusive, to exclusive.
-    const range = await ctx.index.queryRecords({ tenantId: tenant, fromMs: BASE_MS + 5000, toMs: BASE_MS + 9000, limit: 100 });
+    const range = await ctx.index.records.queryRecords({ tenantId: tenant, fromMs: BASE_MS + 5000, toMs: BASE_MS + 9000, limit: 100 });
     t.same(range.items.map((i) => i.acceptedAt), [5, 6, 7, 8].map((s) => new Date(BASE_MS + s * 1000).toISOString()));
 
-    t.same((await ctx.index.queryRecords({ tenantId: tenant, snapshotId: 'snap-none', limit: 10 })).items, []);
-    t.same((await ctx.index.queryRecords({ tenantId: 'tenant-nobody', limit: 10 })).items, []);
+    t.same((await ctx.index.records.queryRecords({ tenantId: tenant, snapshotId: 'snap-none', limit: 10 })).items, []);
+    t.same((await ctx.index.records.queryRecords({ tenantId: 'tenant-nobody', limit: 10 })).items, []);
 
-    await t.rejects(ctx.index.queryRecords({ tenantId: tenant, limit: 10, cursor: 'not-a-cursor' }), { code: 'validation_failed' });
-    await t.rejects(ctx.index.queryRecords({ tenantId: tenant, limit: 0 }), { code: 'validation_failed' });
+    await t.rejects(ctx.index.records.queryRecords({ tenantId: tenant, limit: 10, cursor: 'not-a-cursor' }), { code: 'validation_failed' });
+    await t.rejects(ctx.index.records.queryRecords({ tenantId: tenant, limit: 0 }), { code: 'validation_failed' });
   });
 
   t.test('values with quotes, backslashes and newlines are parameters, not SQL', async (t) => {
     const tenant = "tenant-'x";
     const nasty = "a'b\\c\nd\t\u00e9\u{1F600}') OR 1=1 --";
     const r = record(tenant, { recordId: nasty, collection: nasty, database: "db'", payload: JSON.stringify({ q: nasty }) });
-    await ctx.index.insertRecords([r]);
-    const page = await ctx.index.queryRecords({ tenantId: tenant, recordId: nasty, collection: nasty, database: "db'", limit: 5 });
+    await ctx.index.records.insertRecords([r]);
+    const page = await ctx.index.records.queryRecords({ tenantId: tenant, recordId: nasty, collection: nasty, database: "db'", limit: 5 });
     t.same(page.items, [summaryOf(r)]);
-    const none = await ctx.index.queryRecords({ tenantId: tenant, recordId: "x' OR '1'='1", limit: 5 });
+    const none = await ctx.index.records.queryRecords({ tenantId: tenant, recordId: "x' OR '1'='1", limit: 5 });
     t.same(none.items, []);
   });
 
@@ -178,7 +178,7 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
     const tenant = 'tenant-c';
     const recs = Array.from({ length: 200 }, () => record(tenant));
     const before = ctx.index.stats();
-    await Promise.all(recs.map((r) => ctx.index.insertRecords([r])));
+    await Promise.all(recs.map((r) => ctx.index.records.insertRecords([r])));
     const after = ctx.index.stats();
     const inserts = after.recordInserts - before.recordInserts;
     t.ok(inserts >= 1 && inserts <= 5, `INSERT statements: ${inserts}`);
@@ -191,28 +191,28 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
   t.test('a redelivered record never makes a second row', async (t) => {
     const tenant = 'tenant-r';
     const recs = Array.from({ length: 50 }, () => record(tenant));
-    await ctx.index.insertRecords(recs);
+    await ctx.index.records.insertRecords(recs);
     const before = ctx.index.stats();
     // Sequential redelivery, concurrent redelivery, and duplicates inside one call.
-    await ctx.index.insertRecords(recs);
-    await Promise.all([ctx.index.insertRecords(recs.slice(0, 30)), ctx.index.insertRecords(recs.slice(20)), ctx.index.insertRecords(recs)]);
-    await ctx.index.insertRecords([...recs.slice(0, 5), ...recs.slice(0, 5)]);
+    await ctx.index.records.insertRecords(recs);
+    await Promise.all([ctx.index.records.insertRecords(recs.slice(0, 30)), ctx.index.records.insertRecords(recs.slice(20)), ctx.index.records.insertRecords(recs)]);
+    await ctx.index.records.insertRecords([...recs.slice(0, 5), ...recs.slice(0, 5)]);
     const after = ctx.index.stats();
     t.equal(after.recordRowsInserted - before.recordRowsInserted, 0);
     t.equal(after.recordDuplicatesSkipped - before.recordDuplicatesSkipped, 50 + 30 + 30 + 50 + 10);
     t.equal(await storedRows(tenant), 50);
     // Mixed: new and already indexed records in one call; only the new ones are written.
     const fresh = Array.from({ length: 3 }, () => record(tenant));
-    await ctx.index.insertRecords([...recs.slice(0, 10), ...fresh]);
+    await ctx.index.records.insertRecords([...recs.slice(0, 10), ...fresh]);
     t.equal(await storedRows(tenant), 53);
-    t.equal((await ctx.index.queryRecords({ tenantId: tenant, limit: 1000 })).items.length, 53);
+    t.equal((await ctx.index.records.queryRecords({ tenantId: tenant, limit: 1000 })).items.length, 53);
   });
 
   t.test('a pipeline rewrite with a higher row_version replaces the row', async (t) => {
-    // What the batch assignment of the pipeline does, as documented in sql.ts.
+    // What the batch assignment of the pipeline does, as documented in migrations/records.ts.
     const tenant = 'tenant-p';
     const recs = Array.from({ length: 4 }, () => record(tenant));
-    await ctx.index.insertRecords(recs);
+    await ctx.index.records.insertRecords(recs);
     const ids = recs.slice(0, 3).map((r) => r.ingestId);
     await ctx.raw.exec(
       `INSERT INTO dris.records
@@ -224,15 +224,15 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
        WHERE tenant_id = {t:String} AND ingest_id IN {ids:Array(String)}`,
       { snap: 'snap-1', batch: 'batch-1', ids, t: tenant },
     );
-    const snap = await ctx.index.queryRecords({ tenantId: tenant, snapshotId: 'snap-1', limit: 10 });
+    const snap = await ctx.index.records.queryRecords({ tenantId: tenant, snapshotId: 'snap-1', limit: 10 });
     t.same(
       snap.items.map((i) => [i.ingestId, i.snapshotId, i.batchId, i.status]),
       ids.map((id) => [id, 'snap-1', 'batch-1', 'PendingAnchor']),
     );
-    const all = await ctx.index.queryRecords({ tenantId: tenant, limit: 10 });
+    const all = await ctx.index.records.queryRecords({ tenantId: tenant, limit: 10 });
     t.same(all.items.map((i) => i.status), ['PendingAnchor', 'PendingAnchor', 'PendingAnchor', 'Ingested']);
     // The indexer seeing these records again must not bring the old version back.
-    await ctx.index.insertRecords(recs);
+    await ctx.index.records.insertRecords(recs);
     await ctx.raw.exec('OPTIMIZE TABLE dris.records FINAL');
     t.equal(await storedRows(tenant), 4);
     const leaf = await ctx.raw.query<{ leaf_index: number | null; row_version: number | string }>(
@@ -245,9 +245,9 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
   t.test('leaves in record_leaves are joined to the rows; the later version of a leaf wins', async (t) => {
     const tenant = 'tenant-l';
     const recs = Array.from({ length: 4 }, () => record(tenant));
-    await ctx.index.insertRecords(recs);
-    const store = new ClickHousePipelineStore(ctx.index.runner, ctx.index.database);
-    const evidence = new ClickHouseEvidenceStore(ctx.index.runner, ctx.index.database);
+    await ctx.index.records.insertRecords(recs);
+    const store = new ClickHousePipelineStore(ctx.index.database);
+    const evidence = new ClickHouseEvidenceStore(ctx.index.database);
     const ids = recs.slice(0, 3).map((r) => r.ingestId);
     const leaves = (snapshotId: string, batchId: string, version: number): object[] =>
       ids.map((ingestId, leafIndex) => ({ tenant_id: tenant, ingest_id: ingestId, snapshot_id: snapshotId, batch_id: batchId, leaf_index: leafIndex, tree_size: 3, merkle_proof: [hex(`${batchId}${leafIndex}`, 64)], version }));
@@ -255,21 +255,21 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
     await ctx.raw.insertJsonEachRow('dris.record_leaves', leaves('snap-orphan', 'batch-orphan', 1));
     await ctx.raw.insertJsonEachRow('dris.record_leaves', leaves('snap-2', 'batch-2', 2));
 
-    const all = await ctx.index.queryRecords({ tenantId: tenant, limit: 10 });
+    const all = await ctx.index.records.queryRecords({ tenantId: tenant, limit: 10 });
     t.same(
       all.items.map((i) => [i.ingestId, i.snapshotId, i.batchId, i.status]),
       [...ids.map((id) => [id, 'snap-2', 'batch-2', 'Batched']), [recs[3]?.ingestId, null, null, 'Ingested']],
     );
-    const snap = await ctx.index.queryRecords({ tenantId: tenant, snapshotId: 'snap-2', limit: 10 });
+    const snap = await ctx.index.records.queryRecords({ tenantId: tenant, snapshotId: 'snap-2', limit: 10 });
     t.same(snap.items, [], 'no snapshot row: the listing by snapshot finds its records through the snapshot');
     await store.putSnapshots(
       [{ snapshotId: 'snap-2', tenantId: tenant, batchId: 'batch-2', status: 'Anchored', recordIds: recs.slice(0, 3).map((r) => r.recordId), ingestIds: ids, recordCount: 3, snapshotHash: hex('h', 64), merkleRoot: hex('m', 64), anchorTimestampMs: BASE_MS, onChainConfirmed: true, chainTxHash: `0x${hex('t', 64)}`, createdAtMs: BASE_MS }],
       [],
     );
-    const anchored = await ctx.index.queryRecords({ tenantId: tenant, snapshotId: 'snap-2', limit: 10 });
+    const anchored = await ctx.index.records.queryRecords({ tenantId: tenant, snapshotId: 'snap-2', limit: 10 });
     t.same(anchored.items.map((i) => [i.ingestId, i.status, i.chainTxHash]), ids.map((id) => [id, 'Anchored', `0x${hex('t', 64)}`]));
-    t.same((await ctx.index.queryRecords({ tenantId: tenant, snapshotId: 'snap-orphan', limit: 10 })).items, []);
-    const page = await ctx.index.queryRecords({ tenantId: tenant, limit: 2 });
+    t.same((await ctx.index.records.queryRecords({ tenantId: tenant, snapshotId: 'snap-orphan', limit: 10 })).items, []);
+    const page = await ctx.index.records.queryRecords({ tenantId: tenant, limit: 2 });
     t.same(page.items.map((i) => i.snapshotId), ['snap-2', 'snap-2'], 'a page joins the leaves of its own rows');
 
     const found = await evidence.findRecord({ tenantId: tenant, collection: 'customers', recordId: recs[1]?.recordId ?? '' });
@@ -280,7 +280,6 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
     t.same(unbatched.map((r) => [r.snapshotId, r.batchId, r.leafIndex, r.treeSize, r.merkleProof]), [[null, null, null, null, []]]);
     const trace = await store.traceRecord(tenant, { collection: 'customers', recordId: recs[0]?.recordId ?? '' });
     t.same(trace.map((r) => [r.snapshotId, r.leafIndex, r.merkleProof]), [['snap-2', 0, [hex('batch-20', 64)]]]);
-    await evidence.close();
   });
 
   t.test('rows given as JSON lines are inserted as they are', async (t) => {
@@ -296,7 +295,7 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
     const tenant = 'tenant-big';
     const recs = Array.from({ length: 10_000 }, () => record(tenant));
     const started = process.hrtime.bigint();
-    await ctx.index.insertRecords(recs);
+    await ctx.index.records.insertRecords(recs);
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
     t.comment(`10k records in ${ms.toFixed(0)} ms (${Math.round(10_000 / (ms / 1000))} rows/s; informative only)`);
     t.equal(await storedRows(tenant), 10_000);

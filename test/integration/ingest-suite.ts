@@ -459,10 +459,17 @@ export function ingestSuite(t: Test, mode: Mode): void {
       'GET /api/v1/receipts/record GetRecordReceipt',
       'GET /admin/v1/tenants/{tenantId}/retrieval-policy GetRetrievalPolicy',
       'PUT /admin/v1/tenants/{tenantId}/retrieval-policy PutRetrievalPolicy',
+      // The key administration, the detailed health report and the embedded node's IPFS gateway.
+      'GET /admin/v1/health GetHealthDetail',
+      'POST /admin/v1/keys CreateApiKey',
+      'GET /admin/v1/keys ListApiKeys',
+      'POST /admin/v1/keys/{keyId}/revoke RevokeApiKey',
+      'POST /admin/v1/keys/{keyId}/rotate RotateApiKey',
+      'GET /ipfs/{cid} GetIpfsContent',
     ]) {
       t.ok(ops.includes(expected), expected);
     }
-    t.equal(ops.length, 19, '15 endpoints, the health check, receipts and the policy administration');
+    t.equal(ops.length, 25, '15 endpoints, the health check, receipts, the policy and key administration, the detailed health report, the IPFS gateway');
     const schemes = (doc.body['components'] as { securitySchemes: Record<string, unknown> }).securitySchemes;
     t.same(schemes['ApiKey'], { type: 'apiKey', in: 'header', name: 'X-API-Key' });
   });

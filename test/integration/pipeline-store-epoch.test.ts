@@ -2,9 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { ChdbIndex, ChdbSqlRunner } from '../../src/adapters/index/chdb-index.js';
-import { ClickHouseEvidenceStore } from '../../src/adapters/index/clickhouse-evidence-store.js';
-import { ClickHousePipelineStore } from '../../src/adapters/index/clickhouse-pipeline-store.js';
+import { ChdbSqlRunner } from '../../src/adapters/clickhouse/chdb-runner.js';
+import { ClickHouseEvidenceStore } from '../../src/adapters/clickhouse/evidence-store.js';
+import { openClickHouseStorage } from '../../src/adapters/clickhouse/open-storage.js';
+import { ClickHousePipelineStore } from '../../src/adapters/clickhouse/pipeline-store.js';
 import { loadHashingBackend } from '../../src/adapters/hashing/select-backend.js';
 import { fenceTerm } from '../../src/app/leader-loop.js';
 import { formBatch } from '../../src/domain/pipeline/batch-formation.js';
@@ -27,8 +28,8 @@ const path = join(root, 'clickhouse');
 t.teardown(() => rmSync(root, { recursive: true, force: true }));
 
 const { backend: hashing } = await loadHashingBackend('js');
-const index = new ChdbIndex({ path });
-await index.migrate();
+const { storage: index } = await openClickHouseStorage({ engine: { kind: 'embedded', path } });
+await index.database.migrate();
 const raw = new ChdbSqlRunner(path, 30_000);
 t.teardown(async () => {
   await raw.close();
@@ -51,7 +52,7 @@ function entries(snapshots: readonly Snapshot[], state: LifecycleEntry['state'],
 }
 
 void t.test('a stale leader cannot overwrite what its successor wrote', async (t) => {
-  const store = new ClickHousePipelineStore(index.runner, index.database);
+  const store = new ClickHousePipelineStore(index.database);
   t.equal(await store.highestEpoch(), 0, 'nothing fenced stored yet');
   const stale = store.fenced(5);
   const current = store.fenced(6);
@@ -82,7 +83,7 @@ void t.test('a stale leader cannot overwrite what its successor wrote', async (t
     t.same((await store.batchesByStatus('Failed', 10)).map((b) => b.batchId), [], `${when}: not listed Failed`);
     t.same((await store.anchoredBelow(null, 10)).map((b) => [b.batchId, b.batchSeq]), [[formed.batch.batchId, 1]]);
     t.equal(await store.anchoredCountThrough(1), 1);
-    const evidence = await new ClickHouseEvidenceStore(index.runner, index.database).findBatch(formed.batch.batchId);
+    const evidence = await new ClickHouseEvidenceStore(index.database).findBatch(formed.batch.batchId);
     t.equal(evidence?.status, 'Anchored', `${when}: the verifier's read takes the newest epoch too`);
     for (const s of formed.snapshots) {
       t.equal((await store.getSnapshot(s.tenantId, s.snapshotId))?.status, 'Anchored', `${when}: the snapshot row is the successor's`);
@@ -111,7 +112,7 @@ void t.test('a stale leader cannot overwrite what its successor wrote', async (t
 });
 
 void t.test('a term whose epoch is below the store\'s writes above it once a lease confirms it', async (t) => {
-  const store = new ClickHousePipelineStore(index.runner, index.database);
+  const store = new ClickHousePipelineStore(index.database);
   const held = new AbortController();
   const term: Leadership = { epoch: 2, lost: held.signal };
   const fenced = await fenceTerm(store, term, 50);

@@ -4,10 +4,11 @@ import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import t from 'tap';
-import { ChdbIndex } from '../../src/adapters/index/chdb-index.js';
+import { openClickHouseStorage } from '../../src/adapters/clickhouse/open-storage.js';
 import { decodeDeadLetter } from '../../src/adapters/queue/dead-letter.js';
 import { NatsQueue } from '../../src/adapters/queue/nats-queue.js';
 import { DEFAULT_INDEXER_OPTIONS, Indexer } from '../../src/app/indexer.js';
+import { openEventSeam } from '../../src/app/pipeline-stats.js';
 import { setLogLevel } from '../../src/util/logger.js';
 import { queued, sampleRecord } from '../harness/records.js';
 import { startNats } from '../harness/servers.js';
@@ -39,12 +40,13 @@ t.test('a poison record is dead-lettered after a bounded number of deliveries; t
   t.teardown(() => nats.stop());
   const root = mkdtempSync(join(tmpdir(), 'dris-poison-'));
   t.teardown(() => rmSync(root, { recursive: true, force: true }));
-  const index = new ChdbIndex({ path: join(root, 'clickhouse') });
+  const { storage: index } = await openClickHouseStorage({ engine: { kind: 'embedded', path: join(root, 'clickhouse') } });
   t.teardown(() => index.close());
-  await index.migrate();
+  await index.database.migrate();
   const queue = await NatsQueue.connect({ servers: nats.url });
   t.teardown(() => queue.close());
-  const indexer = new Indexer(queue, index, { ...DEFAULT_INDEXER_OPTIONS, lingerMs: 20, retryBaseMs: 50, maxDeliveries: MAX_DELIVERIES });
+  const { events, stats } = openEventSeam();
+  const indexer = new Indexer(queue, index.records, { ...DEFAULT_INDEXER_OPTIONS, lingerMs: 20, retryBaseMs: 50, maxDeliveries: MAX_DELIVERIES }, null, { events });
   indexer.start();
   t.teardown(() => indexer.stop());
 
@@ -53,12 +55,13 @@ t.test('a poison record is dead-lettered after a bounded number of deliveries; t
   // One publish call: the records share a subject and travel in one message.
   await queue.publish([good(1), bad, good(2)].map(queued));
 
-  const listed = async (): Promise<string[]> => (await index.queryRecords({ tenantId: 't', limit: 100 })).items.map((r) => r.ingestId);
+  const listed = async (): Promise<string[]> => (await index.records.queryRecords({ tenantId: 't', limit: 100 })).items.map((r) => r.ingestId);
   await until('the good records of the message indexed', async () => ((await listed()).length === 2 ? true : undefined));
   t.same(await listed(), [good(1).ingestId, good(2).ingestId], 'its good records are indexed');
 
   await until('the bad record set aside', async () => ((await queue.deadLetterCount()) === 1 ? true : undefined));
-  t.equal(indexer.deadLetteredCount, 1);
+  await events.idle(5_000);
+  t.equal(stats.read().recordsDeadLettered, 1);
 
   await queue.publish([good(3)].map(queued));
   await until('a record published afterwards indexed', async () => ((await listed()).length === 3 ? true : undefined));

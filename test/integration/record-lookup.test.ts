@@ -3,11 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { JsHashingBackend } from '../../src/adapters/hashing/js-backend.js';
-import { ChdbIndex, ChdbSqlRunner } from '../../src/adapters/index/chdb-index.js';
-import { ClickHouseEvidenceStore } from '../../src/adapters/index/clickhouse-evidence-store.js';
-import { ClickHousePipelineStore } from '../../src/adapters/index/clickhouse-pipeline-store.js';
-import { dateTime64Text, toPendingRecord } from '../../src/adapters/index/clickhouse-record-index.js';
-import { bootstrapSql, buildSql, migrations } from '../../src/adapters/index/sql.js';
+import { ChdbSqlRunner } from '../../src/adapters/clickhouse/chdb-runner.js';
+import { ClickHouseEvidenceStore } from '../../src/adapters/clickhouse/evidence-store.js';
+import { bootstrapSql, migrations, recordMigrationSql } from '../../src/adapters/clickhouse/migrations/index.js';
+import { openClickHouseStorage } from '../../src/adapters/clickhouse/open-storage.js';
+import { ClickHousePipelineStore } from '../../src/adapters/clickhouse/pipeline-store.js';
+import { toPendingRecord } from '../../src/adapters/clickhouse/record-rows.js';
+import { dateTime64Text } from '../../src/adapters/clickhouse/values.js';
 import { formBatch } from '../../src/domain/pipeline/batch-formation.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
 import type { StoredRecord } from '../../src/domain/verification/ports.js';
@@ -63,7 +65,7 @@ function leafOf(found: readonly StoredRecord[]): [string | null, string | null, 
   return found.map((r) => [r.snapshotId, r.batchId, r.leafIndex, r.treeSize, r.merkleProof.length]);
 }
 
-const index = new ChdbIndex({ path });
+const { storage: index } = await openClickHouseStorage({ engine: { kind: 'embedded', path } });
 const raw = new ChdbSqlRunner(path, 30_000);
 t.teardown(async () => {
   await raw.close();
@@ -71,7 +73,7 @@ t.teardown(async () => {
 });
 
 void t.test('record_evidence: key order, small granules, compact parts, packed evidence; fed by a view on records', async (t) => {
-  await index.migrate();
+  await index.database.migrate();
   const [table] = await raw.query<{ engine: string; sorting_key: string; primary_key: string; create_table_query: string }>(
     `SELECT engine, sorting_key, primary_key, create_table_query FROM system.tables WHERE database = 'dris' AND name = 'record_evidence'`,
   );
@@ -92,7 +94,7 @@ void t.test('record_evidence: key order, small granules, compact parts, packed e
   );
 
   const recs = [record('t-a'), record('t-a', { sourceTimestamp: '2025-05-31T23:59:59+02:00', operationType: 'delete' })];
-  await index.insertRecords(recs);
+  await index.records.insertRecords(recs);
   const parts = await raw.query<{ part_type: string }>(`SELECT DISTINCT part_type FROM system.parts WHERE database = 'dris' AND table = 'record_evidence' AND active`);
   t.same(parts.map((p) => p.part_type), ['Compact']);
   const rows = await raw.query<{ record_id: string; version: number | string; evidence: string }>(
@@ -109,9 +111,8 @@ void t.test('record_evidence: key order, small granules, compact parts, packed e
 
 void t.test('a row an older process writes to record_lookup reaches record_evidence', async (t) => {
   const r = record('t-old');
-  const evidence = new ClickHouseEvidenceStore(index.runner, index.database);
-  t.teardown(() => evidence.close());
-  await index.insertRecords([r]);
+  const evidence = new ClickHouseEvidenceStore(index.database);
+  await index.records.insertRecords([r]);
   const formed = formBatch([r], hashing, BASE_MS + 5_000);
   const leaf = formed.assignments[0];
   // The row as the previous version's pipeline wrote it: every field a column of record_lookup.
@@ -148,15 +149,15 @@ void t.test('the batch write adds the leaf whichever of indexer and pipeline wri
   // The versions are counted below: a background merge must not collapse them first.
   await raw.query('SYSTEM STOP MERGES dris.record_evidence');
   t.teardown(() => raw.query('SYSTEM START MERGES dris.record_evidence'));
-  const store = new ClickHousePipelineStore(index.runner, index.database);
-  const evidence = new ClickHouseEvidenceStore(index.runner, index.database);
+  const store = new ClickHousePipelineStore(index.database);
+  const evidence = new ClickHouseEvidenceStore(index.database);
   const indexedFirst = record('t-b');
   const batchedFirst = record('t-b');
-  await index.insertRecords([indexedFirst]);
+  await index.records.insertRecords([indexedFirst]);
   const formed = formBatch([indexedFirst, batchedFirst], hashing, BASE_MS + 10_000);
   await store.saveFormedBatches([formed]);
   // The indexer, behind the accumulator, writes its row (version 1) after the leaf's.
-  await index.insertRecords([batchedFirst]);
+  await index.records.insertRecords([batchedFirst]);
 
   for (const r of [indexedFirst, batchedFirst]) {
     const leaf = formed.assignments.find((a) => a.ingestId === r.ingestId);
@@ -176,18 +177,17 @@ void t.test('the batch write adds the leaf whichever of indexer and pipeline wri
     [[batchedFirst.ingestId, formed.batch.batchId, formed.assignments.find((a) => a.ingestId === batchedFirst.ingestId)?.leafIndex]],
   );
   t.ok((trace[0]?.indexedAtMs ?? 0) > 0);
-  await evidence.close();
 });
 
 void t.test('versions, filters and many look-ups in one query', async (t) => {
-  const evidence = new ClickHouseEvidenceStore(index.runner, index.database);
+  const evidence = new ClickHouseEvidenceStore(index.database);
   const v1 = record('t-c', { recordId: 'shared' });
   const v2 = record('t-c', { recordId: 'shared', recordVersion: '2' });
   const otherDb = record('t-c', { recordId: 'shared', database: 'crm' });
   const otherCollection = record('t-c', { recordId: 'shared', collection: 'orders' });
   const otherTenant = record('t-d', { recordId: 'shared' });
   const many = Array.from({ length: 40 }, () => record('t-c'));
-  await index.insertRecords([v1, v2, otherDb, otherCollection, otherTenant, ...many]);
+  await index.records.insertRecords([v1, v2, otherDb, otherCollection, otherTenant, ...many]);
 
   const ids = (found: readonly StoredRecord[]): string[] => found.map((r) => r.ingestId);
   const before = evidence.lookupQueries;
@@ -216,17 +216,15 @@ void t.test('versions, filters and many look-ups in one query', async (t) => {
     evidence.findRecord({ tenantId: 't-c', collection: 'invoices', recordId: 'missing' }),
   ]);
   t.same(sameCollection.map(ids), [[otherDb.ingestId], ...many.map((r) => [r.ingestId]), []]);
-  await evidence.close();
 });
 
 void t.test('a data directory made before record_lookup: the upgrade back-fills record_lookup, then record_evidence', async (t) => {
   const db = 'dris_before';
-  const sql = buildSql(db);
   // The schema as the previous version left it: migrations up to 9, with their bookkeeping.
   for (const s of bootstrapSql(db)) await raw.exec(s);
   for (const m of migrations(db).filter((m) => m.version <= 9)) {
     await raw.exec(m.sql);
-    await raw.exec(sql.recordMigration, { version: m.version, name: m.name });
+    await raw.exec(recordMigrationSql(db), { version: m.version, name: m.name });
   }
   const [leafStored, rewritten, unbatched, batchedNotIndexed, reformed] = [record('t-u'), record('t-u'), record('t-u'), record('t-u'), record('t-u')];
   // What the previous indexer wrote: record rows only.
@@ -255,12 +253,12 @@ void t.test('a data directory made before record_lookup: the upgrade back-fills 
   ]);
 
   // A second index on the same engine, as the next version opens the directory.
-  const upgraded = new ChdbIndex({ path, database: db });
+  const { storage: upgraded } = await openClickHouseStorage({ engine: { kind: 'embedded', path }, database: db });
   t.teardown(() => upgraded.close());
-  await upgraded.migrate();
+  await upgraded.database.migrate();
   const versions = await raw.query<{ version: number | string }>(`SELECT version FROM ${db}.schema_migrations FINAL ORDER BY version`);
   t.same(versions.map((v) => Number(v.version)), migrations(db).map((m) => m.version));
-  const evidence = new ClickHouseEvidenceStore(upgraded.runner, db);
+  const evidence = new ClickHouseEvidenceStore(upgraded.database);
   const find = (r: AcceptedRecord): Promise<StoredRecord[]> => evidence.findRecord({ tenantId: 't-u', collection: 'invoices', recordId: r.recordId });
   t.same(leafOf(await find(leafStored)), [['s-b-9', 'b-9', 0, 4, 1]], 'leaf from record_leaves');
   t.same(leafOf(await find(rewritten)), [['s-b-8', 'b-8', 5, 6, 2]], "leaf from the record's own rewritten row");
@@ -272,9 +270,9 @@ void t.test('a data directory made before record_lookup: the upgrade back-fills 
   t.same(envelope?.envelope, { hashScheme: 'dris-v1', tenantId: 't-u', database: 'erp', collection: 'invoices', recordId: rewritten.recordId, recordVersion: '1', operationType: 'upsert', sourceTimestamp: null, payloadHash: rewritten.payloadHash, salt: rewritten.salt });
 
   // Indexed after the upgrade: its look-up row has no leaf, which record_leaves supplies.
-  await upgraded.insertRecords([batchedNotIndexed]);
+  await upgraded.records.insertRecords([batchedNotIndexed]);
   t.same(leafOf(await find(batchedNotIndexed)), [['s-b-9', 'b-9', 1, 4, 1]]);
-  const trace = await new ClickHousePipelineStore(upgraded.runner, db).traceRecord('t-u', { collection: 'invoices', recordId: batchedNotIndexed.recordId });
+  const trace = await new ClickHousePipelineStore(upgraded.database).traceRecord('t-u', { collection: 'invoices', recordId: batchedNotIndexed.recordId });
   t.same(trace.map((x) => [x.batchId, x.leafIndex]), [['b-9', 1]]);
 
   // A back-fill repeated (a crash before its bookkeeping row) changes no answer.
@@ -285,17 +283,16 @@ void t.test('a data directory made before record_lookup: the upgrade back-fills 
   }
   t.same(leafOf(await find(leafStored)), [['s-b-9', 'b-9', 0, 4, 1]]);
   t.same(leafOf(await find(reformed)), [['s-b-9', 'b-9', 2, 4, 1]]);
-  await upgraded.migrate();
+  await upgraded.database.migrate();
   t.equal((await raw.query(`SELECT version FROM ${db}.schema_migrations FINAL`)).length, migrations(db).length);
-  await evidence.close();
 });
 
 void t.test("the indexer's and the pipeline's rows of a record differ only in leaf and version", async (t) => {
   await raw.query('SYSTEM STOP MERGES dris.record_evidence');
   t.teardown(() => raw.query('SYSTEM START MERGES dris.record_evidence'));
-  const store = new ClickHousePipelineStore(index.runner, index.database);
+  const store = new ClickHousePipelineStore(index.database);
   const r = record('t-x', { sourceTimestamp: '2025-05-31T23:59:59+02:00', operationType: 'insert', recordVersion: '7' });
-  await index.insertRecords([r]);
+  await index.records.insertRecords([r]);
   const formed = formBatch([r], hashing, BASE_MS);
   await store.saveFormedBatches([formed]);
   const rows = await raw.query<Record<string, unknown> & { evidence: string }>(`SELECT * EXCEPT (version) FROM dris.record_evidence WHERE tenant_id = 't-x' ORDER BY version`);

@@ -3,7 +3,7 @@ import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Contract, JsonRpcProvider, Wallet } from 'ethers';
 import t from 'tap';
-import { ChdbSqlRunner } from '../../src/adapters/index/chdb-index.js';
+import { ChdbSqlRunner } from '../../src/adapters/clickhouse/chdb-runner.js';
 import { ANVIL_DEV_ANCHORER_KEY } from '../../src/adapters/chain/anvil-node.js';
 import { REASON_STATUS, VERIFICATION_STATUSES } from '../../src/domain/verification/types.js';
 import { adminRequest, eventually, repoRoot, request, startService, type ServiceHandle } from '../harness/service.js';

@@ -7,6 +7,7 @@ import { AdminAuthenticator, bearerToken } from '../../src/app/admin-auth.js';
 import { ADMIN_TOKEN_RANDOM_BYTES, resolveAdminToken } from '../../src/app/key-admin.js';
 import { DrisError } from '../../src/errors/dris-error.js';
 import { createLogger, replaceRootLogger } from '../../src/util/logger.js';
+import { httpStatusOf } from '../../src/http/status.js';
 
 const TOKEN = 'a'.repeat(20) + 'B'.repeat(23);
 
@@ -30,7 +31,7 @@ function outcome(fn: () => void): { code: string; status: number; headers: Recor
     return 'ok';
   } catch (err) {
     if (!(err instanceof DrisError)) throw err;
-    return { code: err.code, status: err.status, headers: { ...err.headers }, extra: { ...err.extra } };
+    return { code: err.code, status: httpStatusOf(err), headers: { ...err.headers }, extra: { ...err.extra } };
   }
 }
 

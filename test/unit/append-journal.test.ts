@@ -2,8 +2,8 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { AppendJournal } from '../../src/adapters/index/append-journal.js';
-import type { SqlParams, SqlRunner } from '../../src/adapters/index/sql-runner.js';
+import { AppendJournal } from '../../src/adapters/clickhouse/append-journal.js';
+import type { SqlParams, SqlRunner } from '../../src/adapters/clickhouse/sql-runner.js';
 import { DrisError } from '../../src/errors/dris-error.js';
 import { setLogLevel } from '../../src/util/logger.js';
 

@@ -1,9 +1,12 @@
 import { createServer } from 'node:net';
 import t from 'tap';
-import { ClickHouseIndex, SERVER_LOOKUP_CHUNK, translateClickHouseError } from '../../src/adapters/index/clickhouse-index.js';
-import { decodeCursor, encodeCursor } from '../../src/adapters/index/clickhouse-record-index.js';
-import { GroupCommit } from '../../src/adapters/index/group-commit.js';
-import type { ExecOptions, SqlParams, SqlRunner } from '../../src/adapters/index/sql-runner.js';
+import { ClickHouseDatabase } from '../../src/adapters/clickhouse/database.js';
+import { GroupCommit } from '../../src/adapters/clickhouse/group-commit.js';
+import { SERVER_LOOKUP_CHUNK, translateClickHouseError } from '../../src/adapters/clickhouse/http-runner.js';
+import { openClickHouseStorage, type OpenStorageOptions } from '../../src/adapters/clickhouse/open-storage.js';
+import type { ExecOptions, SqlParams, SqlRunner } from '../../src/adapters/clickhouse/sql-runner.js';
+import type { ClickHouseStorage } from '../../src/adapters/clickhouse/storage.js';
+import { decodeCursor, encodeCursor } from '../../src/adapters/clickhouse/values.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
 import { DrisError } from '../../src/errors/dris-error.js';
 import { setLogLevel } from '../../src/util/logger.js';
@@ -58,6 +61,11 @@ class FakeRunner implements SqlRunner {
 }
 
 const OPTIONS = { url: 'http://127.0.0.1:1' } as const;
+
+/** The storage on a ClickHouse server, its client replaced by `runner`. */
+async function serverStorage(runner: SqlRunner, options: Omit<OpenStorageOptions, 'engine' | 'runner'> = {}): Promise<ClickHouseStorage> {
+  return (await openClickHouseStorage({ ...options, engine: { kind: 'server', ...OPTIONS }, runner })).storage;
+}
 const BASE_MS = Date.parse('2025-03-01T10:00:00.000Z');
 
 let seq = 0;
@@ -87,8 +95,8 @@ function record(tenantId: string, atMs = BASE_MS): AcceptedRecord {
 
 void t.test('migrate applies missing migrations in order, then only bootstraps', async (t) => {
   const runner = new FakeRunner();
-  const index = new ClickHouseIndex({ ...OPTIONS, database: 'dris_test' }, runner);
-  await index.migrate();
+  const index = await serverStorage(runner, { database: 'dris_test' });
+  await index.database.migrate();
   const execs = runner.of('exec');
   t.match(execs[0]?.sql, /^CREATE DATABASE IF NOT EXISTS dris_test$/);
   t.match(execs[1]?.sql, /CREATE TABLE IF NOT EXISTS dris_test\.schema_migrations/);
@@ -145,24 +153,24 @@ void t.test('migrate applies missing migrations in order, then only bootstraps',
   const again = new FakeRunner();
   // A server answers 64-bit integers as strings.
   again.onQuery = () => Array.from({ length: 22 }, (_, i) => ({ version: String(i + 1) }));
-  await new ClickHouseIndex(OPTIONS, again).migrate();
+  await (await serverStorage(again)).database.migrate();
   t.equal(again.of('exec').length, 2);
 });
 
 void t.test('a database name that is not a plain identifier is refused', (t) => {
-  t.throws(() => new ClickHouseIndex({ ...OPTIONS, database: 'dris; DROP TABLE x' }, new FakeRunner()), TypeError);
+  t.throws(() => new ClickHouseDatabase(new FakeRunner(), { database: 'dris; DROP TABLE x' }), TypeError);
   t.end();
 });
 
 void t.test('insertRecords: one look-up, inserts only missing records, values never in SQL', async (t) => {
   const runner = new FakeRunner();
-  const index = new ClickHouseIndex(OPTIONS, runner);
+  const index = await serverStorage(runner);
   const tenant = "t'; DROP TABLE records; --";
   const recs = [record(tenant, BASE_MS + 5), record(tenant, BASE_MS + 1), record('other', BASE_MS + 9)];
   const present = recs[1];
   if (present === undefined) throw new Error('fixture');
   runner.onQuery = () => [{ tenant_id: present.tenantId, ingest_id: present.ingestId }];
-  await Promise.all(recs.map((r) => index.insertRecords([r])));
+  await Promise.all(recs.map((r) => index.records.insertRecords([r])));
 
   const queries = runner.of('query');
   t.equal(queries.length, 1);
@@ -201,49 +209,49 @@ void t.test('insertRecords: one look-up, inserts only missing records, values ne
 
 void t.test('existence look-ups are chunked; a write whose rows all exist sends no INSERT', async (t) => {
   const runner = new FakeRunner();
-  const index = new ClickHouseIndex({ ...OPTIONS, lookupChunk: 5 }, runner);
+  const index = await serverStorage(runner, { lookupChunk: 5 });
   const recs = Array.from({ length: 12 }, () => record('ten'));
   runner.onQuery = (_sql, params) => ((params?.['ids'] ?? []) as string[]).map((id) => ({ tenant_id: 'ten', ingest_id: id }));
-  await index.insertRecords(recs);
+  await index.records.insertRecords(recs);
   t.same(runner.of('query').map((q) => (q.params?.['ids'] as string[]).length), [5, 5, 2]);
   t.equal(runner.of('insert').length, 0);
 });
 
 void t.test('a server index looks up at most SERVER_LOOKUP_CHUNK ids per request', async (t) => {
   const runner = new FakeRunner();
-  const index = new ClickHouseIndex(OPTIONS, runner);
-  await index.insertRecords(Array.from({ length: SERVER_LOOKUP_CHUNK * 2 + 500 }, () => record('ten')));
+  const index = await serverStorage(runner);
+  await index.records.insertRecords(Array.from({ length: SERVER_LOOKUP_CHUNK * 2 + 500 }, () => record('ten')));
   t.same(runner.of('query').map((q) => (q.params?.['ids'] as string[]).length), [SERVER_LOOKUP_CHUNK, SERVER_LOOKUP_CHUNK, 500]);
 });
 
 void t.test('a failed write rejects its callers with the DrisError; later writes proceed', async (t) => {
   const runner = new FakeRunner();
-  const index = new ClickHouseIndex(OPTIONS, runner);
+  const index = await serverStorage(runner);
   runner.onInsert = () => {
     throw new DrisError('dependency_unavailable', 'down');
   };
-  const results = await Promise.allSettled([index.insertRecords([record('a')]), index.insertRecords([record('a')])]);
+  const results = await Promise.allSettled([index.records.insertRecords([record('a')]), index.records.insertRecords([record('a')])]);
   t.same(
     results.map((r) => (r.status === 'rejected' ? (r.reason as DrisError).code : 'ok')),
     ['dependency_unavailable', 'dependency_unavailable'],
   );
   runner.onInsert = () => undefined;
-  await index.insertRecords([record('a')]);
+  await index.records.insertRecords([record('a')]);
   t.equal(index.stats().recordRowsInserted, 1);
 });
 
 void t.test('an unreadable acceptedAt fails only its own call', async (t) => {
   const runner = new FakeRunner();
-  const index = new ClickHouseIndex(OPTIONS, runner);
+  const index = await serverStorage(runner);
   const bad = { ...record('a'), acceptedAt: 'yesterday' };
-  const [good, broken] = await Promise.allSettled([index.insertRecords([record('a')]), index.insertRecords([bad])]);
+  const [good, broken] = await Promise.allSettled([index.records.insertRecords([record('a')]), index.records.insertRecords([bad])]);
   t.equal(good.status, 'fulfilled');
   t.equal(broken.status === 'rejected' ? (broken.reason as DrisError).code : 'none', 'internal_error');
 });
 
 void t.test('queryRecords: parameters, row mapping, cursor', async (t) => {
   const runner = new FakeRunner();
-  const index = new ClickHouseIndex(OPTIONS, runner);
+  const index = await serverStorage(runner);
   const row = (i: number, snapshot: string | null): Record<string, unknown> => ({
     ingest_id: `ing-${i}`,
     tenant_id: 'ten',
@@ -265,7 +273,7 @@ void t.test('queryRecords: parameters, row mapping, cursor', async (t) => {
     chain_tx_hash: snapshot === null ? null : '0xabc',
   });
   runner.onQuery = () => [row(1, null), row(2, 'snap-1'), row(3, null)];
-  const page = await index.queryRecords({ tenantId: 'ten', collection: 'c', fromMs: BASE_MS, limit: 2 });
+  const page = await index.records.queryRecords({ tenantId: 'ten', collection: 'c', fromMs: BASE_MS, limit: 2 });
   const q = runner.of('query')[0];
   t.same(q?.params, { tenantId: 'ten', limit: 3, collection: 'c', fromMs: BASE_MS });
   t.match(q?.sql, /FROM dris\.records FINAL/);
@@ -282,20 +290,20 @@ void t.test('queryRecords: parameters, row mapping, cursor', async (t) => {
 
   runner.calls.length = 0;
   runner.onQuery = () => [row(3, null)];
-  const next = await index.queryRecords({ tenantId: 'ten', limit: 5000, cursor: page.nextCursor ?? '' });
+  const next = await index.records.queryRecords({ tenantId: 'ten', limit: 5000, cursor: page.nextCursor ?? '' });
   t.same(runner.of('query')[0]?.params, { tenantId: 'ten', limit: 1001, afterMs: BASE_MS + 2, afterId: 'ing-2' });
   t.equal(next.nextCursor, null);
 
-  await t.rejects(index.queryRecords({ tenantId: 'ten', limit: 10, cursor: encodeCursor(1, 'x') + 'A' }), {
+  await t.rejects(index.records.queryRecords({ tenantId: 'ten', limit: 10, cursor: encodeCursor(1, 'x') + 'A' }), {
     code: 'validation_failed',
   });
-  await t.rejects(index.queryRecords({ tenantId: 'ten', limit: 1.5 }), { code: 'validation_failed' });
-  await t.rejects(index.queryRecords({ tenantId: 'ten', limit: 1, fromMs: Number.NaN }), { code: 'validation_failed' });
+  await t.rejects(index.records.queryRecords({ tenantId: 'ten', limit: 1.5 }), { code: 'validation_failed' });
+  await t.rejects(index.records.queryRecords({ tenantId: 'ten', limit: 1, fromMs: Number.NaN }), { code: 'validation_failed' });
 });
 
 void t.test('keys: rows from a server (64-bit integers as strings) map to ApiKeyRecord', async (t) => {
   const runner = new FakeRunner();
-  const index = new ClickHouseIndex(OPTIONS, runner);
+  const index = await serverStorage(runner);
   runner.onQuery = (sql) =>
     sql.includes('count()')
       ? [{ n: '7' }]
@@ -313,7 +321,7 @@ void t.test('keys: rows from a server (64-bit integers as strings) map to ApiKey
             rotated_from: null,
           },
         ];
-  t.same(await index.getKey('k1'), {
+  t.same(await index.keys.getKey('k1'), {
     keyId: 'k1',
     tenantId: 'ten',
     clientId: 'cli',
@@ -325,8 +333,8 @@ void t.test('keys: rows from a server (64-bit integers as strings) map to ApiKey
     alsoTenants: ['x'],
     rotatedFrom: null,
   });
-  t.equal(await index.countKeys(), 7);
-  await index.listKeys('ten');
+  t.equal(await index.keys.countKeys(), 7);
+  await index.keys.listKeys('ten');
   t.same(runner.of('query').map((q) => q.params), [{ keyId: 'k1' }, undefined, { tenantId: 'ten' }]);
 
   const key = {
@@ -341,8 +349,8 @@ void t.test('keys: rows from a server (64-bit integers as strings) map to ApiKey
     alsoTenants: [],
     rotatedFrom: null,
   };
-  await index.putKey(key);
-  await index.putKey({ ...key, revokedAtMs: BASE_MS });
+  await index.keys.putKey(key);
+  await index.keys.putKey({ ...key, revokedAtMs: BASE_MS });
   const versions = runner.of('insert').map((i) => (i.rows[0] as { updated_at: string }).updated_at);
   t.equal(versions.length, 2);
   t.ok((versions[0] ?? '') < (versions[1] ?? ''), 'replacement versions strictly increase');
@@ -351,7 +359,7 @@ void t.test('keys: rows from a server (64-bit integers as strings) map to ApiKey
 
 void t.test('audit: append coalesced into one insert; query parameters and paging', async (t) => {
   const runner = new FakeRunner();
-  const index = new ClickHouseIndex(OPTIONS, runner);
+  const index = await serverStorage(runner);
   const ev = (i: number) => ({
     eventId: `e${i}`,
     atMs: BASE_MS + i,
@@ -364,7 +372,7 @@ void t.test('audit: append coalesced into one insert; query parameters and pagin
     correlationId: 'x',
     ...(i === 0 ? { detail: { n: 1 } } : {}),
   });
-  await Promise.all([index.append([ev(0)]), index.append([ev(1), ev(2)])]);
+  await Promise.all([index.audit.append([ev(0)]), index.audit.append([ev(1), ev(2)])]);
   const inserts = runner.of('insert');
   t.equal(inserts.length, 1);
   t.equal(inserts[0]?.table, 'dris.audit_events');
@@ -386,14 +394,14 @@ void t.test('audit: append coalesced into one insert; query parameters and pagin
       correlation_id: 'x',
       detail: i === 1 ? '{"n":1}' : '',
     }));
-  const page = await index.query({ tenantId: 'ten', action: 'record.ingest', keyId: 'k', toMs: BASE_MS + 100, limit: 1 });
+  const page = await index.audit.query({ tenantId: 'ten', action: 'record.ingest', keyId: 'k', toMs: BASE_MS + 100, limit: 1 });
   t.same(runner.of('query')[0]?.params, { tenantId: 'ten', limit: 2, action: 'record.ingest', keyId: 'k', toMs: BASE_MS + 100 });
   t.same(page.items, [{ ...ev(2) }]);
   t.same(page.nextCursor === null ? null : decodeCursor(page.nextCursor), [BASE_MS + 2, 'e2']);
 
   // An action names the one table holding it; no action reads both, verifications as events.
   const sqlOf = async (action?: string): Promise<string> => {
-    await index.query({ tenantId: 'ten', limit: 1, ...(action === undefined ? {} : { action }) });
+    await index.audit.query({ tenantId: 'ten', limit: 1, ...(action === undefined ? {} : { action }) });
     return runner.of('query').at(-1)?.sql ?? '';
   };
   const events = await sqlOf('record.ingest');
@@ -408,15 +416,15 @@ void t.test('audit: append coalesced into one insert; query parameters and pagin
 
 void t.test('close flushes waiting rows, closes the runner, and refuses later calls', async (t) => {
   const runner = new FakeRunner();
-  const index = new ClickHouseIndex(OPTIONS, runner);
-  const pending = index.insertRecords([record('a')]);
+  const index = await serverStorage(runner);
+  const pending = index.records.insertRecords([record('a')]);
   await index.close();
   await pending;
   t.equal(runner.of('insert').length, 1);
   t.ok(runner.closed);
-  await t.rejects(index.insertRecords([record('a')]), { code: 'dependency_unavailable' });
+  await t.rejects(index.records.insertRecords([record('a')]), { code: 'dependency_unavailable' });
   await t.rejects(
-    index.append([
+    index.audit.append([
       { eventId: 'e', atMs: BASE_MS, tenantId: 'a', clientId: '', keyId: '', action: 'x', resource: 'y', outcome: 'success', correlationId: 'c' },
     ]),
     { code: 'dependency_unavailable' },
@@ -496,8 +504,8 @@ void t.test('the real client against a port nobody listens on: dependency_unavai
       resolve();
     });
   });
-  const index = new ClickHouseIndex({ url: `http://127.0.0.1:${port}`, requestTimeoutMs: 2000 });
-  await t.rejects(index.check(), { code: 'dependency_unavailable' });
-  await t.rejects(index.insertRecords([record('a')]), { code: 'dependency_unavailable' });
+  const { storage: index } = await openClickHouseStorage({ engine: { kind: 'server', url: `http://127.0.0.1:${port}`, requestTimeoutMs: 2000 } });
+  await t.rejects(index.database.check(), { code: 'dependency_unavailable' });
+  await t.rejects(index.records.insertRecords([record('a')]), { code: 'dependency_unavailable' });
   await index.close();
 });

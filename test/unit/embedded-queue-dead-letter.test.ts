@@ -4,7 +4,7 @@ import path from 'node:path';
 import t from 'tap';
 import { decodeDeadLetter } from '../../src/adapters/queue/dead-letter.js';
 import { EmbeddedQueue } from '../../src/adapters/queue/embedded-queue.js';
-import { SegmentLog } from '../../src/adapters/queue/segment-log.js';
+import { SegmentLog } from '../../src/adapters/storage/segment-log.js';
 import type { Delivery } from '../../src/domain/records/ports.js';
 import { queued, sampleRecord, type QueuedRecord } from '../harness/records.js';
 

@@ -8,7 +8,8 @@ import { identity } from 'multiformats/hashes/identity';
 import { EmbeddedPinner } from '../../src/adapters/ipfs/embedded-pinner.js';
 import { fetchVerified } from '../../src/adapters/ipfs/gateway-fetcher.js';
 import { DrisError } from '../../src/errors/dris-error.js';
-import { ipfsGatewayRoutes } from '../../src/http/ipfs-gateway-routes.js';
+import { ipfsGatewayRoutes } from '../../src/http/routes/ipfs/get-ipfs-content.js';
+import { httpStatusOf } from '../../src/http/status.js';
 import { Router, type RequestContext } from '../../src/http/router.js';
 import { setLogLevel } from '../../src/util/logger.js';
 
@@ -66,7 +67,7 @@ function routerFetch(seen: Seen[] = [], rewrite: { url?: (u: URL) => void; body?
       const body = Buffer.isBuffer(reply.body) ? reply.body : Buffer.from(JSON.stringify(reply.body));
       return new Response(rewrite.body === undefined ? body : rewrite.body(body), { status: reply.status });
     } catch (err) {
-      return new Response(JSON.stringify({ error: err instanceof DrisError ? err.code : 'internal_error' }), { status: err instanceof DrisError ? err.status : 500 });
+      return new Response(JSON.stringify({ error: err instanceof DrisError ? err.code : 'internal_error' }), { status: err instanceof DrisError ? httpStatusOf(err) : 500 });
     }
   };
 }

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { Indexer, type IndexerOptions } from '../../src/app/indexer.js';
+import { openEventSeam } from '../../src/app/pipeline-stats.js';
 import type { AuditEvent, AuditLog } from '../../src/domain/audit/ports.js';
 import type { ConsumeOptions, Delivery, PublishResult, RecordIndex, RecordQueue, Subscription } from '../../src/domain/records/ports.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
@@ -112,18 +113,30 @@ const options = (o: Partial<IndexerOptions> = {}): IndexerOptions => ({
   ...o,
 });
 
-function setup(o: Partial<IndexerOptions> = {}): { queue: HandQueue; index: GatedIndex; indexer: Indexer } {
+interface Counters {
+  readonly indexedCount: number;
+  readonly deadLetteredCount: number;
+}
+
+/** `counts()`: the pipeline counters, once the events published so far are counted. */
+function setup(o: Partial<IndexerOptions> = {}): { queue: HandQueue; index: GatedIndex; indexer: Indexer; counts: () => Promise<Counters> } {
   const queue = new HandQueue();
   const index = new GatedIndex();
-  const indexer = new Indexer(queue, index as unknown as RecordIndex, options(o), index as unknown as AuditLog);
+  const { events, stats } = openEventSeam();
+  const indexer = new Indexer(queue, index as unknown as RecordIndex, options(o), index as unknown as AuditLog, { events });
   indexer.start();
-  return { queue, index, indexer };
+  const counts = async (): Promise<Counters> => {
+    await events.idle(5_000);
+    const c = stats.read();
+    return { indexedCount: c.recordsIndexed, deadLetteredCount: c.recordsDeadLettered };
+  };
+  return { queue, index, indexer, counts };
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 void t.test('small deliveries are gathered into one write, acked only once it is done', async (t) => {
-  const { queue, index, indexer } = setup({ lingerMs: 60_000 });
+  const { queue, index, indexer, counts } = setup({ lingerMs: 60_000 });
   const ds = [delivery(1, [rec(1)]), delivery(2, [rec(2)]), delivery(3, [rec(3)])];
   await queue.deliver([ds[0] as Delivery]);
   await queue.deliver([ds[1] as Delivery, ds[2] as Delivery]);
@@ -134,7 +147,7 @@ void t.test('small deliveries are gathered into one write, acked only once it is
   t.same(index.writes, [['id-1', 'id-2', 'id-3', 'id-4', 'id-5']], 'one write for all');
   t.ok([...ds, last].every((d) => d.acked), 'all acked after it');
   t.same(index.audited, ['ingest:id-1', 'ingest:id-2', 'ingest:id-3', 'ingest:id-4', 'ingest:id-5']);
-  t.equal(indexer.indexedCount, 5);
+  t.equal((await counts()).indexedCount, 5);
   await indexer.stop();
 });
 
@@ -196,7 +209,7 @@ void t.test('stop writes what is held', async (t) => {
 });
 
 void t.test('a message the index refuses is written alone: the others of its write go on; at its last delivery only its bad record is set aside', async (t) => {
-  const { queue, index, indexer } = setup({ retryBaseMs: 100, maxWriteRecords: 1 });
+  const { queue, index, indexer, counts } = setup({ retryBaseMs: 100, maxWriteRecords: 1 });
   index.poison.add('id-9');
   const good1 = delivery(1, [rec(1)]);
   const bad = delivery(2, [rec(2), rec(9), rec(3)]);
@@ -218,8 +231,9 @@ void t.test('a message the index refuses is written alone: the others of its wri
   t.same(last.deadLettered, { reason: 'index_refused:internal_error', ids: ['id-9'] }, 'only the bad record is set aside, with the code');
   t.equal(last.nakedMs, null, 'and the message is settled, not given back');
   t.same(index.writes, [['id-1'], ['id-4'], ['id-2'], ['id-3']], 'its good records are indexed one by one');
-  t.equal(indexer.deadLetteredCount, 1);
-  t.equal(indexer.indexedCount, 4);
+  const c = await counts();
+  t.equal(c.deadLetteredCount, 1);
+  t.equal(c.indexedCount, 4);
 
   const after = delivery(4, [rec(5)]);
   await queue.deliver([after]);

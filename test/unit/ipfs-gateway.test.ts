@@ -11,7 +11,8 @@ import * as raw from 'multiformats/codecs/raw';
 import { sha256 } from 'multiformats/hashes/sha2';
 import { EmbeddedPinner } from '../../src/adapters/ipfs/embedded-pinner.js';
 import { DrisError } from '../../src/errors/dris-error.js';
-import { ipfsGatewayRoutes } from '../../src/http/ipfs-gateway-routes.js';
+import { ipfsGatewayRoutes } from '../../src/http/routes/ipfs/get-ipfs-content.js';
+import { httpStatusOf } from '../../src/http/status.js';
 import { Router, type Reply, type RequestContext } from '../../src/http/router.js';
 import { setLogLevel } from '../../src/util/logger.js';
 
@@ -72,7 +73,7 @@ async function failsWith(t: Test, p: Promise<unknown>, code: string, status: num
     t.fail(`${what}: answered, expected ${status}`);
   } catch (err) {
     t.equal(err instanceof DrisError ? err.code : undefined, code, `${what}: code`);
-    t.equal(err instanceof DrisError ? err.status : undefined, status, `${what}: status`);
+    t.equal(err instanceof DrisError ? httpStatusOf(err) : undefined, status, `${what}: status`);
   }
 }
 

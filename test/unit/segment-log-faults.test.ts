@@ -2,13 +2,14 @@ import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import { SegmentLog } from '../../src/adapters/queue/segment-log.js';
-import { listSegments, scanSegment } from '../../src/adapters/queue/segment-format.js';
+import { SegmentLog } from '../../src/adapters/storage/segment-log.js';
+import { listSegments, scanSegment } from '../../src/adapters/storage/segment-format.js';
 import { nodeLogFileSystem } from '../../src/adapters/storage/log-file-system.js';
 import type { StorageFault } from '../../src/adapters/storage/storage-faults.js';
 import { DrisError } from '../../src/errors/dris-error.js';
 import { setLogLevel } from '../../src/util/logger.js';
 import { FaultyLogFs, seededRandom, type FaultOp } from '../harness/faulty-log-fs.js';
+import { httpStatusOf } from '../../src/http/status.js';
 
 /**
  * Every file-system call of the segment log failing once, at several points of a workload, in the
@@ -67,7 +68,7 @@ async function workload(log: SegmentLog, rounds: number, run: Run): Promise<void
       if (err.code === 'storage_failed') run.failed = true;
       else if (RECOVERABLE.has(err.code)) run.recoverable += 1;
       else run.violations.push(`unexpected code ${err.code}`);
-      if (err.status === 503 && err.headers['Retry-After'] === undefined) run.violations.push(`503 ${err.code} without Retry-After`);
+      if (httpStatusOf(err) === 503 && err.headers['Retry-After'] === undefined) run.violations.push(`503 ${err.code} without Retry-After`);
     });
     if (r % 6 === 5) {
       // A consumer caught up with half of what was answered: whole segments below may go.

@@ -2,7 +2,7 @@ import { appendFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { SegmentLog } from '../../src/adapters/queue/segment-log.js';
+import { SegmentLog } from '../../src/adapters/storage/segment-log.js';
 
 const payload = (i: number): Buffer => Buffer.from(`message-${i}-${'x'.repeat(i % 97)}`);
 

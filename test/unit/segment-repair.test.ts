@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { EmbeddedQueue } from '../../src/adapters/queue/embedded-queue.js';
-import { SegmentLog } from '../../src/adapters/queue/segment-log.js';
+import { SegmentLog } from '../../src/adapters/storage/segment-log.js';
 import { queueCommand } from '../../src/cli/queue-command.js';
 import { DrisError } from '../../src/errors/dris-error.js';
 import { setLogLevel } from '../../src/util/logger.js';

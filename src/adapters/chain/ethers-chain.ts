@@ -273,6 +273,8 @@ export class EthersChain implements Chain {
       blockTimestamp,
       chainId: this.rt.chainId,
       contractAddress: this.contractAddress,
+      gasUsed: Number(receipt.gasUsed),
+      feeWei: receipt.fee.toString(),
     };
   }
 

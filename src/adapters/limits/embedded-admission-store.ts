@@ -2,7 +2,7 @@ import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmS
 import path from 'node:path';
 import { DrisError } from '../../errors/dris-error.js';
 import type { AdmissionStore, DoneEntry, IdempotencyClaim, IdempotencyEntry, RateDecision, ReserveOutcome } from '../../domain/limits/ports.js';
-import { SegmentLog } from '../queue/segment-log.js';
+import { SegmentLog } from '../storage/segment-log.js';
 import { componentLogger, type Logger } from '../../util/logger.js';
 
 /**

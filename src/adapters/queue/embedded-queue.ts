@@ -6,7 +6,7 @@ import { componentLogger, type Logger } from '../../util/logger.js';
 import { ConsumerState, type InFlight } from './consumer-state.js';
 import { encodeDeadLetter, encodeUndecodable } from './dead-letter.js';
 import { decodeLabelled, decodeMessage, encodeRecords, messageLabel, type MessageLabel } from './record-codec.js';
-import { SegmentLog } from './segment-log.js';
+import { SegmentLog } from '../storage/segment-log.js';
 import { mkdirDurableSync } from '../storage/log-file-system.js';
 import { RETRY_AFTER_FULL_S, RETRY_AFTER_WRITE_S, storageError } from '../storage/storage-faults.js';
 

@@ -6,6 +6,22 @@ import type { Page, TimeWindowQuery } from '../records/types.js';
  * entry, and the API exposes reads only.
  */
 
+/** Every action the audit trail records (the `action` filter of the audit history takes these). */
+export const AUDIT_ACTIONS = [
+  'record.ingest',
+  'verify.record',
+  'verify.payload',
+  'verify.snapshot',
+  'snapshot.retry',
+  'evidence.access',
+  'key.create',
+  'key.rotate',
+  'key.revoke',
+  'policy.set',
+] as const;
+
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
 /** One audited action and who did it. */
 export interface AuditEvent {
   /** Unique per event; an event appended twice (a retried append) is listed once. */

@@ -40,6 +40,10 @@ export interface AnchorReceipt {
   readonly blockTimestamp: number;
   readonly chainId: number;
   readonly contractAddress: string;
+  /** Gas the transaction used, when the adapter sent it (not for an anchor found in the logs). */
+  readonly gasUsed?: number;
+  /** Fee paid for it, wei as a decimal string (gas used times the effective gas price). */
+  readonly feeWei?: string;
 }
 
 /** An anchor read back from the contract's storage. */

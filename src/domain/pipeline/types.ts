@@ -1,6 +1,7 @@
 /** Snapshots, batches and their lifecycle (SPEC "States and transitions"; DECISIONS). */
 
 export type SnapshotStatus = 'PendingAnchor' | 'Batched' | 'Anchored' | 'Failed';
+export const SNAPSHOT_STATUSES: readonly SnapshotStatus[] = ['PendingAnchor', 'Batched', 'Anchored', 'Failed'];
 export type LifecycleState = 'Ingested' | SnapshotStatus;
 /** A batch waits (Pending), is anchored, or has Failed after its automatic retries. */
 export type BatchStatus = 'Pending' | 'Anchored' | 'Failed';

@@ -28,3 +28,15 @@ export function newIngestId(nowMs: number): string {
     return out;
   });
 }
+
+/** The acceptance time an ingest id carries (its first ten characters); NaN when it carries none. */
+export function ingestIdTimeMs(id: string): number {
+  if (id.length < 10) return Number.NaN;
+  let t = 0;
+  for (let i = 0; i < 10; i++) {
+    const v = CROCKFORD.indexOf(id.charAt(i));
+    if (v < 0) return Number.NaN;
+    t = t * 32 + v;
+  }
+  return t;
+}

@@ -96,13 +96,12 @@ export interface RecordQueue {
   close(): Promise<void>;
 }
 
-/** Hot index of records (ClickHouse). */
+/**
+ * Hot index of records (ClickHouse). Its schema, health and lifetime belong to the database that
+ * holds it, which the composition root manages; this port is what the indexer and the listing use.
+ */
 export interface RecordIndex {
-  /** Creates or upgrades the schema; idempotent. */
-  migrate(): Promise<void>;
   /** Inserts records; a record whose ingestId is already indexed is not inserted again. */
   insertRecords(records: readonly AcceptedRecord[]): Promise<void>;
   queryRecords(query: RecordQuery): Promise<Page<RecordSummary>>;
-  check(): Promise<void>;
-  close(): Promise<void>;
 }

@@ -1,5 +1,6 @@
 import type { tags } from 'typia';
 import type { HashScheme, OperationType, RecordEnvelope } from './envelope.js';
+import type { JsonObject } from '../json.js';
 
 /**
  * Wire and domain types of records. The HTTP validators (typia) and the OpenAPI schemas are both
@@ -30,24 +31,43 @@ export interface IngestRecordRequest {
   /** Default `upsert`. */
   operationType?: OperationType;
   /** Arbitrary JSON object that is hashed (RFC 8785 canonical form) and preserved. */
-  recordPayload: Record<string, unknown>;
+  recordPayload: JsonObject;
   /** When the record was produced in the originating system (RFC 3339 / ISO 8601 date-time). */
   sourceTimestamp?: string & tags.Format<'date-time'>;
   /** Deduplication key with a 24-hour window; the Idempotency-Key header is the alternative. */
   idempotencyKey?: string & tags.MinLength<1> & tags.MaxLength<256>;
 }
 
+/** A record of bulk form A: tenantId may be omitted (the request's is inherited) or repeated. */
+export interface BulkRecord extends Omit<IngestRecordRequest, 'tenantId'> {
+  tenantId?: TenantId;
+}
+
+/**
+ * Each item of a bulk request is validated on its own: an item that is not a valid record is
+ * rejected alone (listed in `rejected`) while the others are accepted, so the document lets any
+ * item through, names the record schema beside it, and asks for at least one valid record (a
+ * request without one is refused whole).
+ */
+type ItemByItem<Item extends string> = tags.JsonSchemaPlugin<{
+  items: { anyOf: [{ $ref: `#/components/schemas/${Item}` }, { description: 'anything else: this item is rejected on its own' }] };
+  contains: { $ref: `#/components/schemas/${Item}` };
+}>;
+
 /** Bulk form A: one tenant, many records. */
 export interface BulkIngestFormA {
   tenantId: TenantId;
   /** Records of the tenant; each may omit tenantId (it is inherited) or repeat it. */
-  records: IngestRecordRequest[] & tags.MinItems<1> & tags.MaxItems<1000>;
+  records: BulkRecord[] & tags.MinItems<1> & tags.MaxItems<1000> & ItemByItem<'BulkRecord'>;
 }
 
 /** Bulk form B: items each carrying their own tenantId. */
 export interface BulkIngestFormB {
-  items: IngestRecordRequest[] & tags.MinItems<1> & tags.MaxItems<1000>;
+  items: IngestRecordRequest[] & tags.MinItems<1> & tags.MaxItems<1000> & ItemByItem<'IngestRecordRequest'>;
 }
+
+/** A bulk request: form A or form B, never both (a body with both `records` and `items` is refused). */
+export type BulkIngestRequest = (BulkIngestFormA & tags.JsonSchemaPlugin<{ not: { required: ['items'] } }>) | (BulkIngestFormB & tags.JsonSchemaPlugin<{ not: { required: ['records'] } }>);
 
 /** Record ingest response (HTTP 202). */
 export interface IngestRecordResponse {

@@ -1,5 +1,7 @@
 import type { tags } from 'typia';
+import type { JsonObject } from '../json.js';
 import type { Name, OperationType, RecordEnvelope, TenantId } from '../records/types.js';
+import type { SnapshotStatus } from '../pipeline/types.js';
 
 /**
  * Verification: wire types of the verify endpoints, the receipt, and the outcome vocabulary. The
@@ -77,7 +79,7 @@ export interface VerifyRecordRequest {
   recordId: Name;
   recordVersion?: string & tags.MinLength<1> & tags.MaxLength<128>;
   /** The record's payload as held by the caller; hashed (RFC 8785) and compared. */
-  payload?: Record<string, unknown>;
+  payload?: JsonObject;
   batchId?: string & tags.MinLength<1> & tags.MaxLength<64>;
   /** batchId mode: the salt of the 202 answer. */
   salt?: SaltHex;
@@ -88,6 +90,15 @@ export interface VerifyRecordRequest {
   /** batchId mode: the ingested sourceTimestamp (default none). */
   sourceTimestamp?: string | null;
 }
+
+/**
+ * VerifyRecordRequest as the document states it: with batchId, database, salt and one of payload
+ * or payloadHash are required too (the verifier refuses the request without them).
+ */
+export type VerifyRecordBody = VerifyRecordRequest &
+  tags.JsonSchemaPlugin<{
+    anyOf: [{ not: { required: ['batchId'] } }, { required: ['batchId', 'database', 'salt', 'payload'] }, { required: ['batchId', 'database', 'salt', 'payloadHash'] }];
+  }>;
 
 /** Explorer links of the anchoring (from DRIS_EXPLORER_ADDRESS_URL / DRIS_EXPLORER_TX_URL). */
 export interface OnChainProofLinks {
@@ -159,6 +170,9 @@ export interface VerifyPayloadRequest {
   recordHash?: Hex64;
 }
 
+/** VerifyPayloadRequest as the document states it: exactly one of the two hashes. */
+export type VerifyPayloadBody = VerifyPayloadRequest & tags.JsonSchemaPlugin<{ oneOf: [{ required: ['payloadHash'] }, { required: ['recordHash'] }] }>;
+
 export interface VerifyPayloadResponse {
   /** The hash asked about. */
   hash: string;
@@ -181,7 +195,7 @@ export interface VerifyPayloadResponse {
 export interface SnapshotVerification {
   snapshotId: string;
   tenantId: string;
-  status: string;
+  status: SnapshotStatus;
   recordCount: number;
   batchId: string;
   verificationStatus: VerificationStatus;
@@ -255,5 +269,5 @@ export interface Receipt extends RecordEnvelope {
   acceptedAt: string & tags.Format<'date-time'>;
   issuedAt: string & tags.Format<'date-time'>;
   /** The payload itself, only when asked for (`includePayload=true`) and allowed by the tenant's policy. */
-  payload?: Record<string, unknown>;
+  payload?: JsonObject;
 }

@@ -1,0 +1,43 @@
+import type { ClickHouseServerOptions } from './http-runner.js';
+import type { SqlRunner } from './sql-runner.js';
+import { ClickHouseStorage, type ClickHouseStorageOptions } from './storage.js';
+
+/** Which engine the storage runs on: the engine is the runner its database gets. */
+export type ClickHouseEngine =
+  | {
+      /** ClickHouse in this process (chDB), persisted in `path` (e.g. `${DRIS_DATA_DIR}/clickhouse`). */
+      readonly kind: 'embedded';
+      readonly path: string;
+      /** A query or insert still running after this long is reported as 'timeout'. Default 30 s. */
+      readonly queryTimeoutMs?: number;
+    }
+  | ({ readonly kind: 'server' } & ClickHouseServerOptions);
+
+export interface OpenStorageOptions extends Omit<ClickHouseStorageOptions, 'journalTableDir'> {
+  readonly engine: ClickHouseEngine;
+  /** Replaces the engine's own runner, with the engine's defaults kept (tests). */
+  readonly runner?: SqlRunner;
+}
+
+export interface OpenedStorage {
+  readonly storage: ClickHouseStorage;
+  /** The engine's adapter name, as health reports it: `chdb` or `clickhouse`. */
+  readonly adapter: string;
+}
+
+/**
+ * Opens the ClickHouse storage (not migrated) on the engine chosen. Each engine's client is loaded
+ * only when chosen: chDB is a native module of its own, and a server needs none of it.
+ */
+export async function openClickHouseStorage(options: OpenStorageOptions): Promise<OpenedStorage> {
+  const { engine, runner, ...common } = options;
+  if (engine.kind === 'server') {
+    const { ClickHouseClientRunner, SERVER_LOOKUP_CHUNK } = await import('./http-runner.js');
+    const client = runner ?? new ClickHouseClientRunner({ ...engine, ...(options.logger === undefined ? {} : { logger: options.logger.child({ component: 'clickhouse-client' }) }) });
+    return { storage: new ClickHouseStorage(client, { ...common, lookupChunk: common.lookupChunk ?? SERVER_LOOKUP_CHUNK }), adapter: 'clickhouse' };
+  }
+  const { ChdbSqlRunner } = await import('./chdb-runner.js');
+  const embedded = runner ?? new ChdbSqlRunner(engine.path, engine.queryTimeoutMs);
+  // The engine's files are local: a journal flushes their file system instead of fsyncing each insert.
+  return { storage: new ClickHouseStorage(embedded, { ...common, journalTableDir: engine.path }), adapter: 'chdb' };
+}

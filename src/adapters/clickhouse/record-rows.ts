@@ -1,0 +1,117 @@
+import { HASH_SCHEME, type AcceptedRecord, type OperationType, type RecordSummary } from '../../domain/records/types.js';
+import { DrisError } from '../../errors/dris-error.js';
+import { ROW_VERSION_INGESTED } from './schema.js';
+import { dateTime64Text, type Int64Out } from './values.js';
+
+/** Rows of the records table as written and read back, and their conversion to the domain's types. */
+
+/** A record row as inserted; column names are the table's. */
+export interface RecordRow {
+  tenant_id: string;
+  accepted_at: string;
+  ingest_id: string;
+  client_id: string;
+  key_id: string;
+  database: string;
+  collection: string;
+  record_id: string;
+  record_version: string;
+  operation_type: string;
+  source_timestamp: string | null;
+  hash_scheme: string;
+  payload_hash: string;
+  record_hash: string;
+  salt: string;
+  payload: string;
+  idempotency_key: string | null;
+  correlation_id: string;
+  snapshot_id: string | null;
+  batch_id: string | null;
+  leaf_index: number | null;
+  tree_size: number | null;
+  merkle_proof: string[];
+  status: string;
+  chain_tx_hash: string | null;
+  row_version: number;
+}
+
+export interface PendingRecord {
+  readonly row: RecordRow;
+  readonly acceptedAtMs: number;
+}
+
+/** The columns of a record row as every read returns them: its envelope, hashes and batch; accepted_at as epoch ms. */
+export type EnvelopeRow = Pick<RecordRow, 'ingest_id' | 'tenant_id' | 'client_id' | 'database' | 'collection' | 'record_id' | 'record_version' | 'operation_type'> &
+  Pick<RecordRow, 'source_timestamp' | 'hash_scheme' | 'payload_hash' | 'record_hash' | 'salt' | 'snapshot_id' | 'batch_id'> & { accepted_at_ms: Int64Out };
+
+/** A row of a records listing (`recordsPageSql`). */
+export type RecordSummaryRow = EnvelopeRow & Pick<RecordRow, 'status' | 'chain_tx_hash'>;
+
+const OPERATION_TYPES: ReadonlySet<string> = new Set<OperationType>(['insert', 'update', 'delete', 'upsert']);
+
+export function toPendingRecord(r: AcceptedRecord): PendingRecord {
+  const acceptedAtMs = Date.parse(r.acceptedAt);
+  if (Number.isNaN(acceptedAtMs)) {
+    throw new DrisError('internal_error', `record ${r.ingestId} has an unreadable acceptedAt`);
+  }
+  return {
+    acceptedAtMs,
+    row: {
+      tenant_id: r.tenantId,
+      accepted_at: dateTime64Text(acceptedAtMs),
+      ingest_id: r.ingestId,
+      client_id: r.clientId,
+      key_id: r.keyId,
+      database: r.database,
+      collection: r.collection,
+      record_id: r.recordId,
+      record_version: r.recordVersion,
+      operation_type: r.operationType,
+      source_timestamp: r.sourceTimestamp,
+      hash_scheme: r.hashScheme,
+      payload_hash: r.payloadHash,
+      record_hash: r.recordHash,
+      salt: r.salt,
+      payload: r.payload,
+      idempotency_key: r.idempotencyKey,
+      correlation_id: r.correlationId,
+      snapshot_id: null,
+      batch_id: null,
+      leaf_index: null,
+      tree_size: null,
+      merkle_proof: [],
+      status: 'Ingested',
+      chain_tx_hash: null,
+      row_version: ROW_VERSION_INGESTED,
+    },
+  };
+}
+
+export function toRecordSummary(row: RecordSummaryRow): RecordSummary {
+  if (!OPERATION_TYPES.has(row.operation_type)) {
+    throw new DrisError('internal_error', 'stored record has an unknown operation type');
+  }
+  if (row.hash_scheme !== HASH_SCHEME) {
+    throw new DrisError('internal_error', 'stored record has an unknown hash scheme');
+  }
+  return {
+    ingestId: row.ingest_id,
+    tenantId: row.tenant_id,
+    clientId: row.client_id,
+    database: row.database,
+    collection: row.collection,
+    recordId: row.record_id,
+    recordVersion: row.record_version,
+    operationType: row.operation_type as OperationType,
+    sourceTimestamp: row.source_timestamp,
+    acceptedAt: new Date(Number(row.accepted_at_ms)).toISOString(),
+    payloadHash: row.payload_hash,
+    recordHash: row.record_hash,
+    salt: row.salt,
+    hashScheme: row.hash_scheme,
+    status: row.snapshot_id === null ? 'Ingested' : row.status,
+    snapshotId: row.snapshot_id,
+    batchId: row.batch_id,
+    chainTxHash: row.chain_tx_hash,
+  };
+}

@@ -1,0 +1,141 @@
+import type { HashingBackend } from '../domain/hashing/port.js';
+import type { Pinner } from '../domain/pipeline/ports.js';
+import { rootOfLeaves, type ChainObservation, type ManifestObservation } from '../domain/verification/assess.js';
+import { parseManifest } from '../domain/verification/manifest.js';
+import type { AnchorEventView, BatchAnchor, ChainReader, EvidenceIndex } from '../domain/verification/ports.js';
+import { DrisError } from '../errors/dris-error.js';
+import type { Logger } from '../util/logger.js';
+import { TtlCache } from '../util/ttl-cache.js';
+
+/**
+ * What verification reads: the chain at verification time (never taken from the database),
+ * through short-lived per-root caches so a burst of verifications of one batch costs one chain
+ * read; manifests cached by CID (content-addressed, hence immutable once checked); batch rows.
+ */
+
+export interface ManifestEntry extends ManifestObservation {
+  readonly computedRoot: string;
+}
+
+/** A manifest: null when it cannot be fetched now, 'invalid' when its bytes are no manifest. */
+export type ManifestRead = ManifestEntry | 'invalid' | null;
+
+/**
+ * Manifests kept at once: with uniform verifications over a hot index, every batch's manifest is
+ * wanted again soon, and one refetched costs its parse and its root (a few ms for 1000 leaves).
+ * A manifest of 1000 leaves holds about 90 KiB.
+ */
+const MANIFEST_CACHE_ENTRIES = 2048;
+
+/**
+ * How long stored-mode verification reuses the row of an Anchored batch. Each use still needs the
+ * chain read (at most chainCacheMs old) to hold the batch's root at its sequence; when it does not,
+ * the row is read again before the answer. What else the row holds (manifest, transaction) changes
+ * only with a new anchor, which the chain read shows. With uniform verifications over a thousand
+ * batches, rereading each row every minute was a query in every three of the index's.
+ */
+const ANCHORED_BATCH_REUSE_MS = 600_000;
+
+export interface VerificationReadDeps {
+  readonly hashing: HashingBackend;
+  readonly evidence: EvidenceIndex;
+  /** null when this process has no access to the chain. */
+  readonly chain: ChainReader | null;
+  /** null when this process has no access to IPFS. */
+  readonly pinner: Pinner | null;
+  /** How long a chain read of one root is reused, milliseconds. 0 disables. */
+  readonly chainCacheMs: number;
+  /** Bound on fetching a manifest from IPFS, milliseconds. */
+  readonly ipfsTimeoutMs: number;
+  readonly log: Logger;
+}
+
+export function codeOf(err: unknown): string | undefined {
+  return err instanceof DrisError ? err.code : undefined;
+}
+
+export class VerificationReads {
+  readonly #anchors: TtlCache<string, { batchSeq: number; anchoredAtSec: number } | null>;
+  readonly #eventsBySeq: TtlCache<number, AnchorEventView | null>;
+  readonly #eventsByBatch: TtlCache<string, AnchorEventView | null>;
+  readonly #manifests = new TtlCache<string, ManifestEntry | 'invalid'>(24 * 3_600_000, MANIFEST_CACHE_ENTRIES);
+  readonly #batches: TtlCache<string, BatchAnchor | null>;
+  readonly #anchoredBatches: TtlCache<string, BatchAnchor | null>;
+  readonly #anchoredReuseMs: number;
+
+  constructor(private readonly deps: VerificationReadDeps) {
+    const ttl = deps.chainCacheMs;
+    // A root or batch in steady use is read again in the second half of its time to live, behind
+    // the answers, so no verification waits for the chain or the index once it is warm; none
+    // uses a read older than the time to live.
+    this.#anchors = new TtlCache(ttl, 100_000, { refreshWithinMs: ttl / 2 });
+    this.#eventsBySeq = new TtlCache(ttl, 10_000);
+    this.#eventsByBatch = new TtlCache(ttl, 10_000);
+    this.#batches = new TtlCache(ttl, 10_000);
+    // Reading the chain every time (0) asks for everything fresh.
+    this.#anchoredReuseMs = ttl > 0 ? Math.max(ttl, ANCHORED_BATCH_REUSE_MS) : 0;
+    this.#anchoredBatches = new TtlCache(this.#anchoredReuseMs, 20_000, { refreshWithinMs: this.#anchoredReuseMs / 2 });
+  }
+
+  get chain(): ChainReader | null {
+    return this.deps.chain;
+  }
+
+  async batch(batchId: string): Promise<BatchAnchor | null> {
+    return this.#batches.get(batchId, () => this.deps.evidence.findBatch(batchId));
+  }
+
+  /**
+   * The batch row for stored-mode verification: an Anchored one is reused (ANCHORED_BATCH_REUSE_MS);
+   * `fresh` gives one at most chainCacheMs old, as every other read of a batch.
+   */
+  async storedModeBatch(batchId: string, fresh: boolean): Promise<BatchAnchor | null> {
+    if (fresh) {
+      this.#anchoredBatches.delete(batchId);
+      return this.batch(batchId);
+    }
+    return this.#anchoredBatches.get(batchId, () => this.batch(batchId), (b) => (b?.status === 'Anchored' ? this.#anchoredReuseMs : 0));
+  }
+
+  /** The contract's anchor of a root, through the per-root cache; throws when the chain cannot be read. */
+  anchorOf(chain: ChainReader, merkleRoot: string): Promise<{ batchSeq: number; anchoredAtSec: number } | null> {
+    return this.#anchors.get(merkleRoot, () => chain.anchorOf(merkleRoot));
+  }
+
+  /** The Anchored event naming a batch, through its cache; throws when the chain cannot be read. */
+  eventByBatchId(chain: ChainReader, batchId: string): Promise<AnchorEventView | null> {
+    return this.#eventsByBatch.get(batchId, () => chain.eventByBatchId(batchId));
+  }
+
+  /** The chain now: the contract's anchor of the root and, when absent, the root at the batch's sequence. */
+  async observeChain(merkleRoot: string, batchSeq: number): Promise<ChainObservation | null> {
+    const chain = this.deps.chain;
+    if (chain === null) return null;
+    try {
+      const anchorOfRoot = await this.anchorOf(chain, merkleRoot);
+      if (anchorOfRoot !== null && anchorOfRoot.batchSeq === batchSeq) return { anchorOfRoot };
+      const atSeq = await this.#eventsBySeq.get(batchSeq, () => chain.eventBySeq(batchSeq));
+      return { anchorOfRoot, rootAtSeq: atSeq?.merkleRoot ?? null };
+    } catch (err) {
+      this.deps.log.warn({ code: codeOf(err) }, 'chain read failed');
+      return null;
+    }
+  }
+
+  /** A manifest by CID (see ManifestRead). */
+  async manifest(cid: string): Promise<ManifestRead> {
+    const pinner = this.deps.pinner;
+    if (pinner === null) return null;
+    try {
+      return await this.#manifests.get(cid, async () => {
+        const bytes = await pinner.cat(cid, { timeoutMs: this.deps.ipfsTimeoutMs });
+        const m = parseManifest(bytes);
+        if (m === null) return 'invalid';
+        return { ...m, computedRoot: rootOfLeaves(this.deps.hashing, m.leaves) };
+      });
+    } catch (err) {
+      this.deps.log.warn({ code: codeOf(err) }, 'manifest fetch failed');
+      return null;
+    }
+  }
+}
