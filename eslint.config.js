@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'dist-*/**', 'node_modules/**', 'native/**', 'data/**', 'coverage/**', '.tap/**'] },
+  { ignores: ['dist/**', 'dist-*/**', 'node_modules/**', 'native/**', 'data/**', 'coverage/**', '.tap/**', '.cluster/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

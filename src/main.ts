@@ -468,6 +468,8 @@ export async function startService(cfg: Config): Promise<RunningService> {
       closers.push(() => server.close());
       log.info({ host: cfg.host, port, httpGuard: server.guarded }, 'listening');
     }
+    // Every role is running: what a supervisor of a process without a listener waits for.
+    log.info({ roles: cfg.roles }, 'started');
     return { port, adminPort, failed, close };
   } catch (err) {
     await close();

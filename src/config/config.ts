@@ -197,17 +197,32 @@ class Reader {
 
   url(name: string, protocols: readonly string[]): string | undefined {
     const raw = this.str(name);
+    return raw === undefined ? undefined : this.checkUrl(name, raw, protocols) ? raw : undefined;
+  }
+
+  /** Comma-separated URLs (the servers of a cluster); each is checked like url(). */
+  urls(name: string, protocols: readonly string[]): string | undefined {
+    const raw = this.str(name);
     if (raw === undefined) return undefined;
+    const parts = raw.split(',').map((p) => p.trim());
+    if (parts.some((p) => p === '')) {
+      this.problems.push({ path: name, code: 'invalid_url', message: 'must be URLs separated by commas, none empty' });
+      return undefined;
+    }
+    return parts.every((p) => this.checkUrl(name, p, protocols)) ? parts.join(',') : undefined;
+  }
+
+  private checkUrl(name: string, raw: string, protocols: readonly string[]): boolean {
     try {
       const u = new URL(raw);
       if (!protocols.includes(u.protocol)) {
         this.problems.push({ path: name, code: 'invalid_url', message: `protocol must be one of ${protocols.join(' ')}` });
-        return undefined;
+        return false;
       }
-      return raw;
+      return true;
     } catch {
       this.problems.push({ path: name, code: 'invalid_url', message: 'must be a URL' });
-      return undefined;
+      return false;
     }
   }
 }
@@ -294,7 +309,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   const r = new Reader(env);
   const MiB = 1024 * 1024;
 
-  const natsUrl = r.url('NATS_URL', ['nats:', 'tls:', 'ws:', 'wss:']);
+  // Several servers of one cluster may be listed: the client starts with any that answers.
+  const natsUrl = r.urls('NATS_URL', ['nats:', 'tls:', 'ws:', 'wss:']);
   const redisUrl = r.url('REDIS_URL', ['redis:', 'rediss:']);
   const chUrl = r.url('CLICKHOUSE_URL', ['http:', 'https:']);
   const evmRpcUrl = r.url('EVM_RPC_URL', ['http:', 'https:', 'ws:', 'wss:']);
@@ -357,7 +373,9 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   if (chain.contractAddress !== undefined && !/^0x[0-9a-fA-F]{40}$/.test(chain.contractAddress)) {
     r.problems.push({ path: 'DRIS_CONTRACT_ADDRESS', code: 'invalid_format', message: 'must be a 20-byte hex address' });
   }
-  if (evmRpcUrl !== undefined && chain.anchorerKey === undefined && chain.keystoreFile === undefined) {
+  // Only an anchorer signs: an api process reads the chain with EVM_RPC_URL and holds no key.
+  const anchors = (r.str('DRIS_ROLES') ?? 'anchorer').split(',').some((role) => role.trim() === 'anchorer');
+  if (evmRpcUrl !== undefined && anchors && chain.anchorerKey === undefined && chain.keystoreFile === undefined) {
     r.problems.push({ path: 'DRIS_ANCHORER_KEY', code: 'required', message: 'an external chain (EVM_RPC_URL) needs DRIS_ANCHORER_KEY or DRIS_ANCHORER_KEYSTORE' });
   }
 
@@ -444,7 +462,7 @@ export function describeConfig(cfg: Config): Record<string, unknown> {
     batchMaxWaitMs: cfg.batchMaxWaitMs,
     hashBackend: cfg.hashBackend,
     rateLimits: cfg.rateLimits,
-    queue: cfg.nats === undefined ? 'embedded' : `nats ${url(cfg.nats.url)}`,
+    queue: cfg.nats === undefined ? 'embedded' : `nats ${cfg.nats.url.split(',').map(url).join(',')}`,
     admission: cfg.redis === undefined ? 'embedded' : `redis ${url(cfg.redis.url)}`,
     index: cfg.clickhouse === undefined ? 'embedded (chdb)' : `clickhouse ${url(cfg.clickhouse.url)}`,
     chain: cfg.chain.rpcUrl === undefined ? 'embedded (anvil)' : url(cfg.chain.rpcUrl),
