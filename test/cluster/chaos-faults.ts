@@ -14,6 +14,8 @@ export interface FaultRecord {
   readonly killedAtMs: number;
   /** From the SIGKILL to the component answering again. */
   readonly downMs: number;
+  /** What the fault did beyond the kill (e.g. blocks the chain lost). */
+  readonly detail?: string;
 }
 
 export interface Fault {
@@ -28,6 +30,16 @@ async function killAndRestart(name: string, downMs: number, kill: () => Promise<
   await sleep(downMs);
   await restart();
   return { name, killedAtMs, downMs: Date.now() - killedAtMs };
+}
+
+async function blockNumber(rpcUrl: string): Promise<number> {
+  const res = await fetch(rpcUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] }),
+    signal: AbortSignal.timeout(5000),
+  });
+  return Number.parseInt(((await res.json()) as { result: string }).result, 16);
 }
 
 function one<T>(items: readonly T[], what: string): T {
@@ -89,7 +101,21 @@ export const FAULTS: readonly Fault[] = [
   },
   {
     name: 'anvil',
-    run: (fleet) => killAndRestart('anvil (SIGKILL)', 1000, () => fleet.chain.node.kill('SIGKILL'), () => fleet.chain.node.start()),
+    run: async (fleet) => {
+      // Killed right after an anchor is mined, before anvil's next state dump (every second) can
+      // hold it: the block is lost, and with it an anchor the anchorer recorded as done, which
+      // reconciliation must send again.
+      const rpcUrl = fleet.chain.rpcUrl;
+      const start = await blockNumber(rpcUrl);
+      let before = start;
+      for (const deadline = Date.now() + 60_000; before === start && Date.now() < deadline; ) {
+        await sleep(25);
+        before = await blockNumber(rpcUrl);
+      }
+      const done = await killAndRestart('anvil (SIGKILL)', 1000, () => fleet.chain.node.kill('SIGKILL'), () => fleet.chain.node.start());
+      const after = await blockNumber(rpcUrl);
+      return { ...done, detail: `killed at block ${before}, restarted at block ${after} (${Math.max(0, before - after)} lost)` };
+    },
   },
 ];
 

@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import t from 'tap';
 import { startFleet, type Fleet } from '../harness/fleet.js';
 import { anchorContract, assertGapFreeAnchors } from '../harness/pipeline.js';
@@ -22,6 +24,20 @@ const LEASE_MS = 5000;
 
 // About five minutes on a busy 2-core machine; the bound is what the runner allows this file.
 t.setTimeout(540_000);
+
+/** How often each warning or error message of a role's processes was logged (every run of each). */
+async function warnings(fleet: Fleet, role: 'api' | 'indexer' | 'anchorer'): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const p of fleet.byRole(role)) {
+    const text = await readFile(path.join(fleet.dir, 'logs', `${p.name}.log`), 'utf8').catch(() => '');
+    for (const line of text.split('\n')) {
+      if (line === '') continue;
+      const rec = JSON.parse(line) as { level?: number; msg?: string };
+      if ((rec.level ?? 0) >= 40) out.set(rec.msg ?? '', (out.get(rec.msg ?? '') ?? 0) + 1);
+    }
+  }
+  return out;
+}
 
 t.test('chaos: SIGKILLs across the fleet lose, duplicate and double-anchor nothing acknowledged', { timeout: 530_000 }, async (t) => {
   const fleet: Fleet = await startFleet({
@@ -48,7 +64,10 @@ t.test('chaos: SIGKILLs across the fleet lose, duplicate and double-anchor nothi
   const load = startLoad(plan, { url: fleet.url, concurrency: { single: 8, bulk: 2 }, unitDeadlineMs: 120_000, gate: (kind, share) => faults.gate(kind, share) });
   const [done, happened] = await Promise.all([load.done, faults.run(load.progress)]);
   const loadSeconds = (Date.now() - started) / 1000;
-  for (const f of happened) t.comment(`fault: ${f.name}: back after ${(f.downMs / 1000).toFixed(1)} s${f.failoverMs === undefined ? '' : `, failover ${(f.failoverMs / 1000).toFixed(1)} s`}`);
+  for (const f of happened) {
+    const extra = [f.failoverMs === undefined ? '' : `, failover ${(f.failoverMs / 1000).toFixed(1)} s`, f.detail === undefined ? '' : `, ${f.detail}`].join('');
+    t.comment(`fault: ${f.name}: back after ${(f.downMs / 1000).toFixed(1)} s${extra}`);
+  }
   t.equal(happened.length, FAULTS.length, 'every fault ran during the load');
 
   const settled = await waitSettled(fleet.url, tenants, done.acknowledged, 180_000);
@@ -75,6 +94,11 @@ t.test('chaos: SIGKILLs across the fleet lose, duplicate and double-anchor nothi
   };
   t.comment(`chaos: acknowledged ${summary.acknowledged}, found ${summary.found}, anchored ${summary.anchored}, lost ${summary.lost}, duplicated ${summary.duplicated}, failover ${summary.failoverSeconds ?? '-'} s`);
   t.comment(`chaos: ${JSON.stringify(summary)}`);
+  // What the faults made the processes say: retries, failovers, reconciliation of lost anchors.
+  for (const role of ['api', 'indexer', 'anchorer'] as const) {
+    const said = [...(await warnings(fleet, role)).entries()].map(([msg, n]) => `${n}x ${msg}`);
+    t.comment(`${role} warnings: ${said.length === 0 ? 'none' : said.join('; ')}`);
+  }
 
   // Most records get through: a run where the faults refused nearly everything proves nothing.
   t.ok(counts.acknowledged >= RECORDS * 0.9, `at least 90 % of ${RECORDS} acknowledged (${counts.acknowledged})`);
