@@ -22,6 +22,20 @@ interface RecordPage {
   nextCursor: string | null;
 }
 
+/** Reads that were answered 5xx (or not at all) and tried again, with what they said: reads are safe to repeat. */
+export const readRetries: string[] = [];
+
+/** A GET tried again after a 5xx or a connection error (at most 10 times, a second apart). */
+async function read<T>(url: string, route: string, key: string): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const r = await request<T>({ url }, 'GET', route, { key }).catch((err: unknown) => ({ status: 0, text: err instanceof Error ? err.message : String(err), body: undefined as T }));
+    if (r.status === 200) return r.body;
+    if ((r.status !== 0 && r.status < 500) || attempt >= 10) throw new Error(`GET ${route.split('?')[0] ?? route}: ${r.status} ${r.text.slice(0, 300)}`);
+    readRetries.push(`${r.status} ${r.text.slice(0, 120)}`);
+    await sleep(1000);
+  }
+}
+
 /** Every record of the run's database in the index, all pages, both tenants. */
 export async function indexedRecords(url: string, tenants: readonly Tenant[]): Promise<IndexedRecord[]> {
   const out: IndexedRecord[] = [];
@@ -29,10 +43,9 @@ export async function indexedRecords(url: string, tenants: readonly Tenant[]): P
     let cursor: string | null = null;
     for (let pages = 0; pages < 10_000; pages++) {
       const q: string = `tenantId=${tenant.tenantId}&database=chaos&limit=1000${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`;
-      const r = await request<RecordPage>({ url }, 'GET', `/api/v1/records?${q}`, { key: tenant.apiKey });
-      if (r.status !== 200) throw new Error(`records of ${tenant.tenantId}: ${r.status}`);
-      for (const i of r.body.items) out.push({ recordId: i.recordId, tenantId: i.tenantId, recordHash: i.recordHash, status: i.status, batchId: i.batchId ?? null });
-      cursor = r.body.nextCursor;
+      const page = await read<RecordPage>(url, `/api/v1/records?${q}`, tenant.apiKey);
+      for (const i of page.items) out.push({ recordId: i.recordId, tenantId: i.tenantId, recordHash: i.recordHash, status: i.status, batchId: i.batchId ?? null });
+      cursor = page.nextCursor;
       if (cursor === null) break;
     }
   }
@@ -107,8 +120,7 @@ export async function batchesAndManifests(url: string, key: string, kuboApiUrl: 
   const batches: BatchBody[] = [];
   const manifests: Manifest[] = [];
   for (const id of batchIds) {
-    const b = await request<BatchBody>({ url }, 'GET', `/api/v1/batches/${id}`, { key });
-    if (b.status !== 200) throw new Error(`batch ${id}: ${b.status}`);
+    const b = { body: await read<BatchBody>(url, `/api/v1/batches/${id}`, key) };
     batches.push(b.body);
     if (b.body.ipfsCid === null) continue;
     const res = await fetch(`${kuboApiUrl}/api/v0/cat?arg=${encodeURIComponent(b.body.ipfsCid)}`, { method: 'POST', signal: AbortSignal.timeout(10_000) });

@@ -3,7 +3,7 @@ import path from 'node:path';
 import t from 'tap';
 import { startFleet, type Fleet } from '../harness/fleet.js';
 import { anchorContract, assertGapFreeAnchors } from '../harness/pipeline.js';
-import { batchesAndManifests, count, leafCounts, rootMismatches, waitSettled } from './chaos-check.js';
+import { batchesAndManifests, count, leafCounts, readRetries, rootMismatches, waitSettled } from './chaos-check.js';
 import { FAULTS, schedule } from './chaos-faults.js';
 import { planLoad, startLoad, type Tenant } from './chaos-load.js';
 
@@ -89,11 +89,13 @@ t.test('chaos: SIGKILLs across the fleet lose, duplicate and double-anchor nothi
     failed: done.counts.failed,
     retries: done.counts.retries,
     batches: batches.length,
+    readRetries: readRetries.length,
     loadSeconds: Number(loadSeconds.toFixed(1)),
     statuses: done.counts.statuses,
   };
   t.comment(`chaos: acknowledged ${summary.acknowledged}, found ${summary.found}, anchored ${summary.anchored}, lost ${summary.lost}, duplicated ${summary.duplicated}, failover ${summary.failoverSeconds ?? '-'} s`);
   t.comment(`chaos: ${JSON.stringify(summary)}`);
+  if (readRetries.length > 0) t.comment(`reads tried again: ${[...new Set(readRetries)].join('; ')}`);
   // What the faults made the processes say: retries, failovers, reconciliation of lost anchors.
   for (const role of ['api', 'indexer', 'anchorer'] as const) {
     const said = [...(await warnings(fleet, role)).entries()].map(([msg, n]) => `${n}x ${msg}`);
