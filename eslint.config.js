@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   // test/client-program is compiled with the client generated from docs/openapi.json, by its test.
-  { ignores: ['dist/**', 'dist-*/**', 'node_modules/**', 'native/**', 'data/**', 'coverage/**', '.tap/**', 'test/client-program/**'] },
+  { ignores: ['dist/**', 'dist-*/**', 'node_modules/**', 'native/**', 'data/**', 'coverage/**', '.tap/**', '.cluster/**', 'test/client-program/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command (after `npm ci`): ensures the servers the tests need, builds, lints,
-# then runs the unit, conformance, integration and faults suites against real engines. Prints a closing
-# line `N passed, N failed`.
+# then runs the unit, conformance, integration, faults and cluster suites against real engines (the
+# cluster suite against the local fleet: the ingest suite through its load balancer and the chaos
+# run). Prints a closing line `N passed, N failed`.
 #
 #   scripts/test.sh                      all suites
 #   scripts/test.sh unit conformance     only those folders of test/
@@ -12,7 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(unit conformance bench integration faults)
+[ ${#suites[@]} -gt 0 ] || suites=(unit conformance bench integration faults cluster)
 
 fail_setup() {
   printf '%s\n' "setup failed: $*" >&2
@@ -27,7 +28,7 @@ for s in "${suites[@]}"; do
   if [ "$s" = faults ]; then
     ensure_strace >/dev/null || fail_setup "strace"
   fi
-  if [ "$s" = integration ] || [ "$s" = faults ]; then
+  if [ "$s" = integration ] || [ "$s" = faults ] || [ "$s" = cluster ]; then
     ensure_nats >/dev/null || fail_setup "nats-server"
     ensure_redis >/dev/null || fail_setup "redis-server"
     ensure_kubo >/dev/null || fail_setup "kubo"
@@ -39,6 +40,9 @@ for s in "${suites[@]}"; do
     ensure_hadolint >/dev/null || fail_setup "hadolint"
     ensure_deploy_check >/dev/null || fail_setup "dris-deploy-check (deploy/checks)"
     ensure_systemd_analyze >/dev/null || fail_setup "systemd-analyze"
+  fi
+  if [ "$s" = cluster ]; then
+    ensure_haproxy >/dev/null || fail_setup "haproxy"
   fi
   if [ "$s" = bench ]; then
     ensure_chromium >/dev/null || fail_setup "chromium"

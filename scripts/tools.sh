@@ -26,6 +26,28 @@ _tools_as_root() {
   fi
 }
 
+# Installs Debian packages whose maintainer scripts would start a system service (redis-server on
+# port 6379, haproxy on its default configuration) that nothing of dris uses: a policy-rc.d
+# answering 101 ("action forbidden") keeps the service stopped, and is removed again.
+_tools_apt_install_stopped() {
+  local policy=/usr/sbin/policy-rc.d added_policy=0
+  if [ ! -e "$policy" ]; then
+    if _tools_as_root sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 0755 $policy"; then
+      added_policy=1
+    fi
+  fi
+  local rc=0
+  _tools_as_root apt-get update >&2 || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    _tools_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >&2 || rc=$?
+  fi
+  if [ "$added_policy" -eq 1 ]; then _tools_as_root rm -f "$policy" || true; fi
+  if [ "$rc" -ne 0 ]; then
+    _tools_die "apt-get install $* failed (exit $rc)"
+    return 1
+  fi
+}
+
 # nats-server built from source with Go: Debian's 2.9 lacks `sync_interval`, which dris needs so
 # that a publish acknowledgement (and hence a 202) means the record is on disk.
 ensure_nats() {
@@ -67,24 +89,7 @@ ensure_redis() {
     return 1
   fi
   _tools_log "installing redis-server with apt-get"
-  # The package's maintainer scripts would start a system service on port 6379 that nothing of dris
-  # uses; a policy-rc.d answering 101 ("action forbidden") keeps it stopped, and is removed again.
-  local policy=/usr/sbin/policy-rc.d added_policy=0
-  if [ ! -e "$policy" ]; then
-    if _tools_as_root sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 0755 $policy"; then
-      added_policy=1
-    fi
-  fi
-  local rc=0
-  _tools_as_root apt-get update >&2 || rc=$?
-  if [ "$rc" -eq 0 ]; then
-    _tools_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server >&2 || rc=$?
-  fi
-  if [ "$added_policy" -eq 1 ]; then _tools_as_root rm -f "$policy" || true; fi
-  if [ "$rc" -ne 0 ]; then
-    _tools_die "apt-get install redis-server failed (exit $rc)"
-    return 1
-  fi
+  _tools_apt_install_stopped redis-server || return 1
   bin="$(command -v redis-server || true)"
   if [ -z "$bin" ] && [ -x /usr/bin/redis-server ]; then bin=/usr/bin/redis-server; fi
   if [ -z "$bin" ]; then
@@ -189,6 +194,32 @@ ensure_strace() {
   bin="$(command -v strace || true)"
   if [ "$rc" -ne 0 ] || [ -z "$bin" ]; then
     _tools_die "apt-get install strace failed (exit $rc)"
+    return 1
+  fi
+  printf '%s\n' "$bin"
+}
+
+# HAProxy from the distribution (2.6 on Debian 12): the load balancer in front of the api processes
+# of the local fleet (`npm run cluster`, test/cluster). The fleet runs its own instance with its own
+# configuration on loopback ports; the system service stays stopped.
+ensure_haproxy() {
+  local bin
+  bin="$(command -v haproxy || true)"
+  if [ -z "$bin" ] && [ -x /usr/sbin/haproxy ]; then bin=/usr/sbin/haproxy; fi
+  if [ -n "$bin" ]; then
+    printf '%s\n' "$bin"
+    return 0
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    _tools_die "haproxy not found and apt-get is unavailable; install HAProxy >= 2.4 and put haproxy on PATH"
+    return 1
+  fi
+  _tools_log "installing haproxy with apt-get"
+  _tools_apt_install_stopped haproxy || return 1
+  bin="$(command -v haproxy || true)"
+  if [ -z "$bin" ] && [ -x /usr/sbin/haproxy ]; then bin=/usr/sbin/haproxy; fi
+  if [ -z "$bin" ]; then
+    _tools_die "haproxy still not found after installing it"
     return 1
   fi
   printf '%s\n' "$bin"
@@ -392,7 +423,7 @@ ensure_systemd_analyze() {
 
 _tools_main() {
   if [ "$#" -eq 0 ]; then
-    printf 'usage: %s nats|redis|kubo|chromium|strace|helm|promtool|hadolint|deploy-check|systemd-analyze ...\n' "$0" >&2
+    printf 'usage: %s nats|redis|kubo|haproxy|chromium|strace|helm|promtool|hadolint|deploy-check|systemd-analyze ...\n' "$0" >&2
     return 2
   fi
   local tool
@@ -401,6 +432,7 @@ _tools_main() {
       nats) ensure_nats ;;
       redis) ensure_redis ;;
       kubo) ensure_kubo ;;
+      haproxy) ensure_haproxy ;;
       chromium) ensure_chromium ;;
       strace) ensure_strace ;;
       helm) ensure_helm ;;
@@ -408,7 +440,7 @@ _tools_main() {
       hadolint) ensure_hadolint ;;
       deploy-check) ensure_deploy_check ;;
       systemd-analyze) ensure_systemd_analyze ;;
-      *) _tools_die "unknown tool '$tool' (known: nats, redis, kubo, chromium, strace, helm, promtool, hadolint, deploy-check, systemd-analyze)"; return 2 ;;
+      *) _tools_die "unknown tool '$tool' (known: nats, redis, kubo, haproxy, chromium, strace, helm, promtool, hadolint, deploy-check, systemd-analyze)"; return 2 ;;
     esac
   done
 }

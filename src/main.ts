@@ -96,6 +96,8 @@ export async function startService(cfg: Config): Promise<RunningService> {
   });
   try {
     const { port, adminPort } = await wire(cfg, root, closers, (err) => markFailed(err));
+    // Every role is running: what a supervisor of a process without a listener waits for.
+    root.child({ component: 'main' }).info({ roles: cfg.roles }, 'started');
     return { port, adminPort, failed, close: () => closers.closeAll() };
   } catch (err) {
     await closers.closeAll();

@@ -65,7 +65,9 @@ export function readChainConfig(r: Reader, evmRpcUrl: string | undefined): Chain
   if (chain.contractAddress !== undefined && !/^0x[0-9a-fA-F]{40}$/.test(chain.contractAddress)) {
     r.problems.push({ path: 'DRIS_CONTRACT_ADDRESS', code: 'invalid_format', message: 'must be a 20-byte hex address' });
   }
-  if (evmRpcUrl !== undefined && chain.anchorerKey === undefined && chain.keystoreFile === undefined) {
+  // Only an anchorer signs: an api process reads the chain with EVM_RPC_URL and holds no key.
+  const anchors = (r.str('DRIS_ROLES') ?? 'anchorer').split(',').some((role) => role.trim() === 'anchorer');
+  if (evmRpcUrl !== undefined && anchors && chain.anchorerKey === undefined && chain.keystoreFile === undefined) {
     r.problems.push({ path: 'DRIS_ANCHORER_KEY', code: 'required', message: 'an external chain (EVM_RPC_URL) needs DRIS_ANCHORER_KEY or DRIS_ANCHORER_KEYSTORE' });
   }
   return chainWithId;

@@ -19,7 +19,7 @@ export function describeConfig(cfg: Config): Record<string, unknown> {
     batchMaxWaitMs: cfg.batchMaxWaitMs,
     hashBackend: cfg.hashBackend,
     rateLimits: cfg.rateLimits,
-    queue: cfg.nats === undefined ? 'embedded' : `nats ${url(cfg.nats.url)}`,
+    queue: cfg.nats === undefined ? 'embedded' : `nats ${cfg.nats.url.split(',').map(url).join(',')}`,
     admission: cfg.redis === undefined ? 'embedded' : `redis ${url(cfg.redis.url)}`,
     index: cfg.clickhouse === undefined ? 'embedded (chdb)' : `clickhouse ${url(cfg.clickhouse.url)}`,
     chain: cfg.chain.rpcUrl === undefined ? 'embedded (anvil)' : url(cfg.chain.rpcUrl),

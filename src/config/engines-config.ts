@@ -10,7 +10,8 @@ export interface EnginesConfig {
 }
 
 function readNats(r: Reader): NatsConfig | undefined {
-  const url = r.url('NATS_URL', ['nats:', 'tls:', 'ws:', 'wss:']);
+  // Several servers of one cluster may be listed: the client starts with any that answers.
+  const url = r.urls('NATS_URL', ['nats:', 'tls:', 'ws:', 'wss:']);
   if (url === undefined) return undefined;
   return withOptional(
     {

@@ -50,17 +50,32 @@ export class Reader {
 
   url(name: string, protocols: readonly string[]): string | undefined {
     const raw = this.str(name);
+    return raw === undefined ? undefined : this.checkUrl(name, raw, protocols) ? raw : undefined;
+  }
+
+  /** Comma-separated URLs (the servers of a cluster); each is checked like url(). */
+  urls(name: string, protocols: readonly string[]): string | undefined {
+    const raw = this.str(name);
     if (raw === undefined) return undefined;
+    const parts = raw.split(',').map((p) => p.trim());
+    if (parts.some((p) => p === '')) {
+      this.problems.push({ path: name, code: 'invalid_url', message: 'must be URLs separated by commas, none empty' });
+      return undefined;
+    }
+    return parts.every((p) => this.checkUrl(name, p, protocols)) ? parts.join(',') : undefined;
+  }
+
+  private checkUrl(name: string, raw: string, protocols: readonly string[]): boolean {
     try {
       const u = new URL(raw);
       if (!protocols.includes(u.protocol)) {
         this.problems.push({ path: name, code: 'invalid_url', message: `protocol must be one of ${protocols.join(' ')}` });
-        return undefined;
+        return false;
       }
-      return raw;
+      return true;
     } catch {
       this.problems.push({ path: name, code: 'invalid_url', message: 'must be a URL' });
-      return undefined;
+      return false;
     }
   }
 }

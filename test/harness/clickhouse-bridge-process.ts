@@ -17,6 +17,8 @@ export interface BridgeProcessOptions {
   readonly users?: Readonly<Record<string, string>>;
   readonly maxQueries?: number;
   readonly statementTimeoutMs?: number;
+  /** Directory to use and keep (the local fleet's); a temp directory removed by stop() otherwise. */
+  readonly dir?: string;
 }
 
 export interface BridgeProcess {
@@ -63,7 +65,11 @@ function launch(args: readonly string[], timeoutMs: number): Promise<{ child: Ch
 }
 
 export async function startClickHouseBridge(options: BridgeProcessOptions = {}): Promise<BridgeProcess> {
-  const dir = await makeTempDir('dris-chbridge-');
+  const owned = options.dir === undefined;
+  const dir = options.dir ?? (await makeTempDir('dris-chbridge-'));
+  const removeDir = async (): Promise<void> => {
+    if (owned) await removeTempDir(dir);
+  };
   const dataDir = path.join(dir, 'clickhouse');
   const port = await freePort();
   const args = [
@@ -83,7 +89,7 @@ export async function startClickHouseBridge(options: BridgeProcessOptions = {}):
     lastOutput = current.output;
   };
   await start().catch(async (err: unknown) => {
-    await removeTempDir(dir);
+    await removeDir();
     throw err;
   });
   const kill = async (signal: NodeJS.Signals = 'SIGTERM'): Promise<void> => {
@@ -106,7 +112,7 @@ export async function startClickHouseBridge(options: BridgeProcessOptions = {}):
       if (stopped) return;
       stopped = true;
       await kill('SIGTERM');
-      await removeTempDir(dir);
+      await removeDir();
     },
   };
 }

@@ -93,14 +93,22 @@ function waitReady(child: ChildProcess, timeoutMs: number): Promise<void> {
   });
 }
 
-export async function startKubo(): Promise<KuboTestDaemon> {
+export interface KuboOptions {
+  /** Repository to use and keep (initialised when empty: the local fleet's); a temp one removed by stop() otherwise. */
+  readonly dir?: string;
+}
+
+export async function startKubo(options: KuboOptions = {}): Promise<KuboTestDaemon> {
   const bin = kuboBinary();
-  const ipfsPath = await makeTempDir('dris-kubo-');
-  const cleanup = (): Promise<void> => removeTempDir(ipfsPath);
+  const ipfsPath = options.dir ?? (await makeTempDir('dris-kubo-'));
+  const cleanup = async (): Promise<void> => {
+    if (options.dir === undefined) await removeTempDir(ipfsPath);
+  };
   const apiPort = await freePort();
   const gatewayPort = await freePort();
   try {
-    await execFileP(bin, ['init', '--profile', 'test', '--empty-repo'], { env: daemonEnv(ipfsPath) });
+    if (!existsSync(path.join(ipfsPath, 'config'))) await execFileP(bin, ['init', '--profile', 'test', '--empty-repo'], { env: daemonEnv(ipfsPath) });
+    // Rewritten at every start: a kept repository gets this run's ports and stays on loopback.
     await confineToLoopback(ipfsPath, apiPort, gatewayPort);
   } catch (err) {
     await cleanup();

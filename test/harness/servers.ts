@@ -15,6 +15,19 @@ import { randomBytes } from 'node:crypto';
 const children = new Set<ChildProcess>();
 const tempDirs = new Set<string>();
 let exitHookInstalled = false;
+let signalHooks = true;
+
+/**
+ * A program that stops its servers itself on SIGINT/SIGTERM (the local fleet, in order) calls this
+ * before starting any: the children are then killed on process exit only, not on the first signal.
+ */
+export function leaveSignalsToCaller(): void {
+  signalHooks = false;
+}
+
+export function signalsLeftToCaller(): boolean {
+  return !signalHooks;
+}
 
 function killAll(): void {
   for (const c of children) c.kill('SIGKILL');
@@ -38,6 +51,7 @@ export function track(child: ChildProcess): void {
   if (!exitHookInstalled) {
     exitHookInstalled = true;
     process.once('exit', killAll);
+    if (!signalHooks) return;
     // A test runner ends a hung test with a signal, and 'exit' does not run then: kill the
     // servers, then let the signal take its default course.
     for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
@@ -76,7 +90,7 @@ interface StartedProcess {
 }
 
 /** Spawns and resolves once `ready` appears in its output; rejects if it exits or times out first. */
-function spawnUntil(command: string, args: readonly string[], ready: string, timeoutMs: number): Promise<StartedProcess> {
+export function spawnUntil(command: string, args: readonly string[], ready: string, timeoutMs: number): Promise<StartedProcess> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     track(child);
@@ -224,21 +238,30 @@ export function redisServerBinary(): string {
 export interface RedisServerOptions {
   /** Append-only file with an fsync per write (appendfsync always): a SIGKILL loses nothing acknowledged. */
   readonly durable?: boolean;
+  /** Data directory to use and keep (the local fleet's); a temp directory removed by stop() otherwise. */
+  readonly dir?: string;
+  /** Require this password from clients (requirepass). */
+  readonly password?: string;
 }
 
 export async function startRedis(options: RedisServerOptions = {}): Promise<RedisTestServer> {
   const bin = redisServerBinary();
-  const dir = await makeTempDir('dris-redis-');
+  const owned = options.dir === undefined;
+  const dir = options.dir ?? (await makeTempDir('dris-redis-'));
   const port = await freePort();
   const persistence = options.durable === true ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'];
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--dir', dir, '--protected-mode', 'yes'];
+  const auth = options.password === undefined ? [] : ['--requirepass', options.password];
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, ...auth, '--dir', dir, '--protected-mode', 'yes'];
   let current: ChildProcess | null = null;
   let stopped = false;
+  const removeDir = async (): Promise<void> => {
+    if (owned) await removeTempDir(dir);
+  };
   const launch = async (): Promise<void> => {
     current = (await spawnUntil(bin, args, 'Ready to accept connections', 30_000)).child;
   };
   await launch().catch(async (err: unknown) => {
-    await removeTempDir(dir);
+    await removeDir();
     throw err;
   });
   const kill = async (signal: NodeJS.Signals = 'SIGTERM'): Promise<void> => {
@@ -259,7 +282,7 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
       if (stopped) return;
       stopped = true;
       await kill('SIGTERM');
-      await removeTempDir(dir);
+      await removeDir();
     },
   };
 }

@@ -3,6 +3,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { track } from './servers.js';
 
 /**
  * Starts the real service (the compiled CLI, `dris serve`) as a child process with its own data
@@ -15,10 +16,6 @@ export const repoRoot = path.resolve(here, '..', '..', '..');
 /** The CLI of the same build as this harness, so a build into another out dir tests itself. */
 export const cliPath = path.resolve(here, '..', '..', 'src', 'cli', 'dris.js');
 
-const children = new Set<ChildProcess>();
-process.once('exit', () => {
-  for (const c of children) c.kill('SIGKILL');
-});
 
 export interface ServiceOptions {
   readonly env?: Readonly<Record<string, string>>;
@@ -28,6 +25,8 @@ export interface ServiceOptions {
   readonly pinCpu?: string | undefined;
   /** A command the service runs under (e.g. strace with fault injection); its last argument is followed by node. */
   readonly wrap?: readonly string[];
+  /** Sees every JSON log line as it arrives, with the time it arrived (ms since the epoch). */
+  readonly onLog?: (rec: Readonly<Record<string, unknown>>, receivedAtMs: number) => void;
 }
 
 export interface ServiceHandle {
@@ -40,6 +39,7 @@ export interface ServiceHandle {
   readonly pid: number;
   readonly dataDir: string;
   readonly env: Readonly<Record<string, string>>;
+  /** The key a first start writes (empty when keys existed already, as on a second api process of a fleet). */
   readonly bootstrapKey: string;
   readonly adminToken: string;
   readonly logs: string[];
@@ -72,11 +72,14 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   const argv = [process.execPath, cliPath, 'serve'];
   const cmd = [...(options.wrap ?? []), ...(options.pinCpu === undefined ? argv : ['taskset', '-c', options.pinCpu, ...argv])];
   const child = spawn(cmd[0] as string, cmd.slice(1), { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(child);
-  child.once('exit', () => children.delete(child));
+  // Killed when the test process exits or is ended by a signal, with the servers.
+  track(child);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const logs: string[] = [];
-  // The administration listener is bound (and logged) before the public one.
+  // The administration listener is bound (and logged) before the public one. A process without
+  // the api role has neither: it is up at its `started` line.
+  const roles = (env['DRIS_ROLES'] ?? 'api').split(',').map((r) => r.trim());
+  const listens = roles.includes('api');
   let adminPort: number | undefined;
   const port = await new Promise<number>((resolve, reject) => {
     let buf = '';
@@ -90,8 +93,13 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       if (logs.length > 5000) logs.shift();
       try {
         const rec = JSON.parse(line) as { msg?: string; port?: number };
+        options.onLog?.(rec, Date.now());
+        if (!listens && rec.msg === 'started') {
+          clearTimeout(timer);
+          resolve(0);
+        }
         if (rec.msg === 'admin listening' && typeof rec.port === 'number') adminPort = rec.port;
-        if (rec.msg === 'listening' && typeof rec.port === 'number') {
+        if (listens && rec.msg === 'listening' && typeof rec.port === 'number') {
           clearTimeout(timer);
           if (adminPort === undefined) reject(new Error(`the service listens without an administration listener:\n${logs.join('\n')}`));
           else resolve(rec.port);
@@ -114,8 +122,8 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       reject(new Error(`service exited (${code ?? signal}) before listening:\n${logs.join('\n')}`));
     });
   });
-  const bootstrap = JSON.parse(await readFile(path.join(dataDir, 'bootstrap-credentials.json'), 'utf8')) as { apiKey: string };
-  const adminToken = (await readFile(path.join(dataDir, 'admin-token'), 'utf8')).trim();
+  const bootstrap = listens ? await readBootstrap(dataDir) : { apiKey: '' };
+  const adminToken = env['DRIS_ADMIN_TOKEN'] ?? (listens ? (await readFile(path.join(dataDir, 'admin-token'), 'utf8')).trim() : '');
   const kill = async (signal: NodeJS.Signals = 'SIGKILL'): Promise<void> => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     await waitExit(child);
@@ -139,6 +147,16 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       await rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** The bootstrap key file; a process that found keys in the index writes none. */
+async function readBootstrap(dataDir: string): Promise<{ apiKey: string }> {
+  try {
+    return JSON.parse(await readFile(path.join(dataDir, 'bootstrap-credentials.json'), 'utf8')) as { apiKey: string };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { apiKey: '' };
+    throw err;
+  }
 }
 
 export interface ApiAnswer<T = unknown> {
@@ -177,7 +195,7 @@ export interface CreatedKey {
 }
 
 export async function createKey(
-  svc: ServiceHandle,
+  svc: Pick<ServiceHandle, 'adminUrl' | 'adminToken'>,
   input: { tenantId: string; clientId: string; level?: string; alsoTenants?: string[]; expiresAt?: string },
 ): Promise<CreatedKey> {
   const res = await adminRequest<CreatedKey>(svc, 'POST', '/admin/v1/keys', { body: input });

@@ -7,13 +7,46 @@ import { adminRequest, cliPath, createKey, eventually, request, startService, ty
 
 /**
  * The black-box ingest suite: the started service, HTTP only. It runs once per deployment mode
- * (embedded, NATS + Redis); `mode.env` supplies the adapters' URLs.
+ * (embedded, NATS + Redis, ClickHouse server, the local fleet behind its load balancer);
+ * `mode.env` supplies the adapters' URLs, `mode.start` a target other than one `dris serve`.
  */
+
+/** What the suite talks to: one service, or a fleet's load balancer and an api process's administration listener. */
+export interface Target {
+  readonly url: string;
+  readonly adminUrl: string;
+  readonly adminPort: number;
+  readonly adminToken: string;
+  /** Environment of the (api) processes: which adapters they run. */
+  readonly env: Readonly<Record<string, string>>;
+  /** SIGKILLs the processes that hold acknowledged records, starts them again on the same data, and answers the target then. */
+  crashAndRestart(): Promise<Target>;
+  dispose(): Promise<void>;
+}
 
 export interface Mode {
   readonly name: string;
   /** Environment of the service: the adapters' URLs (empty for embedded). */
   env(): Promise<Record<string, string>>;
+  /** Starts the target with the suite's environment added; one `dris serve` when absent. */
+  start?(env: Record<string, string>): Promise<Target>;
+}
+
+/** One `dris serve`: a crash is its SIGKILL and a restart on the same data directory. */
+async function serviceTarget(env: Record<string, string>, dataDir?: string): Promise<Target> {
+  const svc: ServiceHandle = await startService({ env, ...(dataDir === undefined ? {} : { dataDir }) });
+  return {
+    url: svc.url,
+    adminUrl: svc.adminUrl,
+    adminPort: svc.adminPort,
+    adminToken: svc.adminToken,
+    env: svc.env,
+    async crashAndRestart() {
+      await svc.kill('SIGKILL');
+      return serviceTarget(env, svc.dataDir);
+    },
+    dispose: () => svc.dispose(),
+  };
 }
 
 const sha256 = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex');
@@ -56,14 +89,14 @@ function codes(body: ErrBody): string[] {
   return (body.fieldErrors ?? []).map((f) => `${f.path}:${f.code}`);
 }
 
-async function countRecords(svc: ServiceHandle, key: string, query: string): Promise<Page> {
+async function countRecords(svc: { url: string }, key: string, query: string): Promise<Page> {
   const r = await request<Page>(svc, 'GET', `/api/v1/records?${query}`, { key });
   if (r.status !== 200) throw new Error(`query failed ${r.status} ${r.text}`);
   return r.body;
 }
 
 export function ingestSuite(t: Test, mode: Mode): void {
-  let svc: ServiceHandle;
+  let svc: Target;
   let key: string; // acme, standard level (generous limit in this suite)
   let otherKey: string; // globex
   let multiKey: string; // acme + globex
@@ -75,7 +108,7 @@ export function ingestSuite(t: Test, mode: Mode): void {
       ...(await mode.env()),
       DRIS_RATE_LIMITS: 'standard=1000000,premium=25,enterprise=1000000',
     };
-    svc = await startService({ env });
+    svc = mode.start === undefined ? await serviceTarget(env) : await mode.start(env);
     key = (await createKey(svc, { tenantId: 'acme', clientId: 'billing' })).apiKey;
     otherKey = (await createKey(svc, { tenantId: 'globex', clientId: 'app' })).apiKey;
     multiKey = (await createKey(svc, { tenantId: 'acme', clientId: 'sync', alsoTenants: ['globex'] })).apiKey;
@@ -101,8 +134,8 @@ export function ingestSuite(t: Test, mode: Mode): void {
     t.equal(detail.status, 200);
     t.match(detail.body['http'], { engine: 'uWebSockets.js', native: true });
     const adapters = detail.body['dependencies'] as Record<string, { status: string; adapter: string; latencyMs: number }>;
-    t.equal(adapters['queue']?.adapter, env['NATS_URL'] === undefined ? 'embedded' : 'nats');
-    t.equal(adapters['admission']?.adapter, env['REDIS_URL'] === undefined ? 'embedded' : 'redis');
+    t.equal(adapters['queue']?.adapter, svc.env['NATS_URL'] === undefined ? 'embedded' : 'nats');
+    t.equal(adapters['admission']?.adapter, svc.env['REDIS_URL'] === undefined ? 'embedded' : 'redis');
     t.equal((await request(svc, 'GET', '/admin/v1/health')).status, 404, 'not on the public listener');
     t.equal((await request({ url: svc.adminUrl }, 'GET', '/admin/v1/health')).status, 401, 'the detail needs the admin token');
   });
@@ -519,8 +552,7 @@ export function ingestSuite(t: Test, mode: Mode): void {
       );
     }
     t.ok(answers.every((s) => s === 202));
-    await svc.kill('SIGKILL');
-    svc = await startService({ env, dataDir: svc.dataDir });
+    svc = await svc.crashAndRestart();
     const all = await eventually(
       async () => {
         const found: string[] = [];

@@ -130,3 +130,30 @@ t.test('administration listener and token', async (t) => {
   // Bytes, not characters: 16 two-byte characters are enough.
   t.equal(loadConfig({ DRIS_ADMIN_TOKEN: 'é'.repeat(16) }, '/srv').adminToken, 'é'.repeat(16));
 });
+
+t.test('NATS_URL lists the servers of a cluster', async (t) => {
+  const c = loadConfig({ NATS_URL: 'nats://127.0.0.1:4222, nats://127.0.0.1:4223,nats://127.0.0.1:4224', NATS_REPLICAS: '3' }, '/srv');
+  t.equal(c.nats?.url, 'nats://127.0.0.1:4222,nats://127.0.0.1:4223,nats://127.0.0.1:4224');
+  t.equal(c.nats?.replicas, 3);
+  for (const bad of ['nats://127.0.0.1:4222,,nats://127.0.0.1:4223', 'nats://127.0.0.1:4222,http://127.0.0.1:4223', 'nats://a:1,not a url']) {
+    try {
+      loadConfig({ NATS_URL: bad }, '/srv');
+      t.fail(`should refuse ${bad}`);
+    } catch (err) {
+      t.same((err as DrisError).fields.map((f) => `${f.path}:${f.code}`), ['NATS_URL:invalid_url'], bad);
+    }
+  }
+});
+
+t.test('an external chain needs the anchorer key only in a process that anchors', async (t) => {
+  const api = loadConfig({ EVM_RPC_URL: 'http://127.0.0.1:8545', DRIS_CONTRACT_ADDRESS: `0x${'1'.repeat(40)}`, DRIS_ROLES: 'api' }, '/srv');
+  t.equal(api.chain.anchorerKey, undefined, 'an api process reads the chain without a key');
+  for (const roles of [undefined, 'anchorer', 'api,anchorer']) {
+    try {
+      loadConfig({ EVM_RPC_URL: 'http://127.0.0.1:8545', ...(roles === undefined ? {} : { DRIS_ROLES: roles }) }, '/srv');
+      t.fail(`roles ${roles ?? '(all)'} should need the key`);
+    } catch (err) {
+      t.same((err as DrisError).fields.map((f) => `${f.path}:${f.code}`), ['DRIS_ANCHORER_KEY:required'], roles ?? '(all)');
+    }
+  }
+});

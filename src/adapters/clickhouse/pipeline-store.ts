@@ -28,6 +28,12 @@ import { Conditions, dateTime64Text, decodeCursor, encodeCursor, n, type Int64Ou
 /** Clock skew allowed between the process that accepted a record and the one that batched it. */
 const BATCHED_AFTER_ACCEPTED_MARGIN_MS = 3_600_000;
 
+/**
+ * Ingest ids per look-up of batched ids: 2000 ULIDs are about 70 KB as a query parameter, well
+ * inside a ClickHouse server's http_max_field_value_size (128 KiB by default).
+ */
+export const BATCHED_LOOKUP_CHUNK = 2_000;
+
 export class ClickHousePipelineStore implements PipelineStore {
   readonly #database: ClickHouseDatabase;
   readonly #db: string;
@@ -153,20 +159,26 @@ export class ClickHousePipelineStore implements PipelineStore {
   }
 
   async batchedIngestIds(ingestIds: readonly string[], acceptedSinceMs: number): Promise<Set<string>> {
-    if (ingestIds.length === 0) return new Set();
-    // Any version of a batch row lists its ingest ids (they never change), so no FINAL; and a batch
-    // is formed after its records were accepted, so older batches are not read past created_at.
-    const rows = await this.#runner.query<{ id: string }>(
-      `SELECT DISTINCT id FROM
-       (
-           SELECT arrayJoin(ingest_ids) AS id FROM ${this.#db}.batches
-           PREWHERE created_at >= fromUnixTimestamp64Milli({sinceMs:Int64}, 'UTC')
-           WHERE hasAny(ingest_ids, {ids:Array(String)})
-       )
-       WHERE id IN {ids:Array(String)}`,
-      { ids: ingestIds, sinceMs: Math.max(0, Math.trunc(acceptedSinceMs) - BATCHED_AFTER_ACCEPTED_MARGIN_MS) },
-    );
-    return new Set(rows.map((r) => r.id));
+    const found = new Set<string>();
+    // A new leader may be handed a backlog of hundreds of thousands of ids at once; a server
+    // refuses a parameter longer than its field limit (128 KiB), and the whole delivery would come
+    // back again and again. One query per chunk, in turn.
+    for (let i = 0; i < ingestIds.length; i += BATCHED_LOOKUP_CHUNK) {
+      // Any version of a batch row lists its ingest ids (they never change), so no FINAL; and a batch
+      // is formed after its records were accepted, so older batches are not read past created_at.
+      const rows = await this.#runner.query<{ id: string }>(
+        `SELECT DISTINCT id FROM
+         (
+             SELECT arrayJoin(ingest_ids) AS id FROM ${this.#db}.batches
+             PREWHERE created_at >= fromUnixTimestamp64Milli({sinceMs:Int64}, 'UTC')
+             WHERE hasAny(ingest_ids, {ids:Array(String)})
+         )
+         WHERE id IN {ids:Array(String)}`,
+        { ids: ingestIds.slice(i, i + BATCHED_LOOKUP_CHUNK), sinceMs: Math.max(0, Math.trunc(acceptedSinceMs) - BATCHED_AFTER_ACCEPTED_MARGIN_MS) },
+      );
+      for (const r of rows) found.add(r.id);
+    }
+    return found;
   }
 
   async batchesByStatus(status: BatchStatus, limit: number): Promise<Batch[]> {
