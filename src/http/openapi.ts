@@ -72,6 +72,9 @@ function normalize(value: unknown): unknown {
   // units of one build: a stable order makes the same type the same schema everywhere.
   const oneOf = out['oneOf'];
   if (Array.isArray(oneOf) && oneOf.every(isConstOnly)) out['oneOf'] = [...oneOf].sort((a, b) => compareText(JSON.stringify(a), JSON.stringify(b)));
+  // The same holds for the members an intersection or a spread brings into `required`.
+  const required = out['required'];
+  if (Array.isArray(required) && required.every((r) => typeof r === 'string')) out['required'] = [...required].sort(compareText);
   const ref = out['$ref'];
   if (ref === undefined || Object.keys(out).every((k) => ANNOTATIONS.has(k))) return out;
   delete out['$ref'];
