@@ -21,7 +21,8 @@ export interface BulkDeps {
 interface Message {
   readonly cands: readonly Candidate[];
   readonly records: readonly OutgoingRecord[];
-  readonly options: PublishOptions;
+  /** Absent for the parts of a request without a key: the queue may coalesce them with others. */
+  readonly options: PublishOptions | undefined;
   /** The item's own idempotency key, for a message of one keyed item. */
   readonly itemKey: string | null;
 }
@@ -123,8 +124,10 @@ export class BulkIngestion {
     const parts = formParts(unkeyed, messageWeight, this.deps.queue.maxMessageBytes);
     const request = this.deps.request;
     for (const [p, cands] of parts.entries()) {
-      const options: PublishOptions =
-        request === null ? {} : { msgId: messageIdOf(request.key, p), note: noteText({ k: request.key, fp: request.fingerprint, p, idx: cands.map((c) => c.index) }) };
+      // Without a key nothing names the part, so it need not travel alone: the queue coalesces it
+      // with what other requests publish meanwhile (fewer, larger messages).
+      const options: PublishOptions | undefined =
+        request === null ? undefined : { msgId: messageIdOf(request.key, p), note: noteText({ k: request.key, fp: request.fingerprint, p, idx: cands.map((c) => c.index) }) };
       messages.push({ cands, records: cands.map((c) => recordOf.get(c.index) as OutgoingRecord), options, itemKey: null });
     }
     for (const { cand, key } of owned) {
