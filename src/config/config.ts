@@ -18,6 +18,7 @@ export type * from './types.js';
 export { LOG_LEVELS, ROLES } from './types.js';
 export { anchorerKeySource } from './chain-config.js';
 export { describeConfig } from './describe-config.js';
+export { assertCoherentSetup, reviewSetup, type SetupReview } from './setup-guards.js';
 export type { Env } from './reader.js';
 
 /** Shortest admin token accepted, bytes: 256 bits, as many as the generated one carries. */
