@@ -11,8 +11,8 @@ import { ROLES, type Config, type Role } from './types.js';
  *
  * A process whose DRIS_ROLES is not all three roles is one of a fleet: the other roles run in
  * other processes, so every part they share must be shared for real. An embedded part (queue,
- * index, admission store, elector, chain, IPFS) lives in this process's data directory, which a
- * lock keeps every other process out of. Nothing else marks a fleet: one process with every role
+ * index, admission store, chain, IPFS) lives in this process's data directory, which a lock keeps
+ * every other process out of, and the embedded elector in its memory. Nothing else marks a fleet: one process with every role
  * may use external engines alone (a NATS queue, embedded everything else) and is not refused.
  */
 
