@@ -19,7 +19,7 @@ import { NATS_SERVER, REDIS_SERVER } from '../lib/tools.js';
  * generator, same load) and a raw fdatasync append loop (the durability floor).
  */
 
-const MODES = ['embedded', 'nats-redis'] as const;
+const MODES = ['embedded', 'nats-redis', 'embedded-api'] as const;
 const VARIANTS = ['single', 'bulk'] as const;
 type Variant = (typeof VARIANTS)[number];
 
@@ -116,6 +116,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
   for (const mode of modes) {
     const env: Record<string, string> = {};
     const stops: (() => Promise<void>)[] = [];
+    if (mode === 'embedded-api') Object.assign(env, { DRIS_ROLES: 'api', DRIS_FRONT_ONLY: 'true' });
     const started = await progress.phase(`${mode}.start`, `${mode}: starting the service`, async () => {
       if (mode === 'nats-redis') {
         const nats = await startNats();
@@ -181,8 +182,8 @@ export const scenario: Scenario = {
   summary: 'POST /api/v1/records and /bulk against the service, beside bare uWebSockets.js and fdatasync',
   description: [
     'Ingestion of 1 KiB records, one per request (single) and --bulk-size per request (bulk), against the',
-    'real service started with the embedded default (embedded) or on NATS + Redis (nats-redis), every role',
-    'in one process. Without --rate: closed loop, maximum throughput. With --rate:',
+    'real service started with the embedded default (embedded), NATS + Redis (nats-redis) or the HTTP front',
+    'alone (embedded-api, DRIS_ROLES=api with DRIS_FRONT_ONLY). Without --rate: closed loop, maximum throughput. With --rate:',
     'open loop at that many records/s, latency from each intended send time. --sweep finds the knee.',
     'Floors in the same run: bare uWebSockets.js answering 202 (same generator, same load) and a raw',
     'fdatasync append loop; the service is pinned to CPU 0 and the generator to the others (taskset).',

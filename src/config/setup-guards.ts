@@ -113,9 +113,21 @@ function anchorProblems(cfg: Config): FieldError[] {
   return out;
 }
 
+/** DRIS_FRONT_ONLY names one setup: the api role alone, its records consumed by nobody. */
+function frontOnlyProblem(cfg: Config): FieldError | null {
+  if (!cfg.frontOnly || (cfg.roles.length === 1 && has(cfg, 'api'))) return null;
+  return {
+    path: 'DRIS_FRONT_ONLY',
+    code: 'invalid_value',
+    message: `DRIS_FRONT_ONLY measures the api role alone, but ${rolesOf(cfg)}: set DRIS_ROLES=api, or unset DRIS_FRONT_ONLY`,
+  };
+}
+
 /** What a process whose roles are split needs (nothing when it runs every role). */
 function splitRoleProblems(cfg: Config): FieldError[] {
   if (ROLES.every((role) => has(cfg, role))) return [];
+  // Said outright: the front measured alone, whose queue no other process was meant to read.
+  if (cfg.frontOnly && cfg.roles.length === 1) return [];
   const redis = redisProblem(cfg);
   return [...sharedEngineProblems(cfg), ...(redis === null ? [] : [redis]), ...anchorProblems(cfg)];
 }
@@ -168,7 +180,7 @@ export function reviewSetup(cfg: Config): SetupReview {
   const contract = contractProblem(cfg);
   const gateway = gatewayWarning(cfg);
   return {
-    problems: [...splitRoleProblems(cfg), ...(contract === null ? [] : [contract])],
+    problems: [...splitRoleProblems(cfg), ...[contract, frontOnlyProblem(cfg)].filter((p): p is FieldError => p !== null)],
     warnings: [...keyWarnings(cfg), ...(gateway === null ? [] : [gateway])],
   };
 }

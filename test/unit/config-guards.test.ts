@@ -118,6 +118,14 @@ t.test('an api process on the embedded queue beside other processes', async (t) 
   );
 });
 
+t.test('the api role measured alone is accepted only when said outright, and only alone', async (t) => {
+  t.same(problemsOf({ DRIS_ROLES: 'api', DRIS_FRONT_ONLY: 'true' }), [], 'the front alone on the embedded parts');
+  t.not(problemsOf({ DRIS_ROLES: 'api' }).length, 0, 'without DRIS_FRONT_ONLY the same setup is refused');
+  t.same(problemsOf({ DRIS_ROLES: 'api,indexer', DRIS_FRONT_ONLY: 'true' }).filter((p) => p.startsWith('DRIS_FRONT_ONLY')), ['DRIS_FRONT_ONLY:invalid_value'], 'with another role');
+  t.same(problemsOf({ DRIS_FRONT_ONLY: 'true' }), ['DRIS_FRONT_ONLY:invalid_value'], 'with every role');
+  t.same(problemsOf({ DRIS_ROLES: 'indexer', DRIS_FRONT_ONLY: 'true' }).filter((p) => p.startsWith('DRIS_FRONT_ONLY')), ['DRIS_FRONT_ONLY:invalid_value'], 'with a role that is not the front');
+});
+
 t.test('anchorers: Redis for the election, an external chain and IPFS', async (t) => {
   t.same(problemsOf(envOf('anchorer', {}, ['REDIS_URL'])), ['REDIS_URL:required_by_roles'], 'anchorer without Redis');
   t.same(problemsOf(envOf('anchorer', {}, ['EVM_RPC_URL', 'DRIS_CONTRACT_ADDRESS'])), ['EVM_RPC_URL:required_by_roles'], 'several anchorers each with an embedded chain');
