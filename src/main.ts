@@ -1,7 +1,7 @@
 import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describeConfig, type Config } from './config/config.js';
+import { assertCoherentSetup, describeConfig, type Config } from './config/config.js';
 import { DrisError } from './errors/dris-error.js';
 import type { Probe } from './app/health.js';
 import { Indexer, DEFAULT_INDEXER_OPTIONS } from './app/indexer.js';
@@ -88,7 +88,11 @@ async function wire(cfg: Config, root: Logger, closers: Closers, markFailed: (er
 }
 
 export async function startService(cfg: Config): Promise<RunningService> {
+  // Before anything is opened: an incoherent setup (docs/operations.md, start-up guards) stops here.
+  const warnings = assertCoherentSetup(cfg);
   const root = rootLoggerOf(cfg);
+  const configLog = root.child({ component: 'config' });
+  for (const w of warnings) configLog.warn({ variable: w.path, code: w.code }, w.message);
   const closers = new Closers(root.child({ component: 'main' }));
   let markFailed: (err: DrisError) => void = () => undefined;
   const failed = new Promise<DrisError>((resolve) => {

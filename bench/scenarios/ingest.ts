@@ -116,7 +116,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
   for (const mode of modes) {
     const env: Record<string, string> = {};
     const stops: (() => Promise<void>)[] = [];
-    if (mode === 'embedded-api') env['DRIS_ROLES'] = 'api';
+    if (mode === 'embedded-api') Object.assign(env, { DRIS_ROLES: 'api', DRIS_FRONT_ONLY: 'true' });
     const started = await progress.phase(`${mode}.start`, `${mode}: starting the service`, async () => {
       if (mode === 'nats-redis') {
         const nats = await startNats();
@@ -183,7 +183,7 @@ export const scenario: Scenario = {
   description: [
     'Ingestion of 1 KiB records, one per request (single) and --bulk-size per request (bulk), against the',
     'real service started with the embedded default (embedded), NATS + Redis (nats-redis) or the HTTP front',
-    'alone (embedded-api, DRIS_ROLES=api). Without --rate: closed loop, maximum throughput. With --rate:',
+    'alone (embedded-api, DRIS_ROLES=api with DRIS_FRONT_ONLY). Without --rate: closed loop, maximum throughput. With --rate:',
     'open loop at that many records/s, latency from each intended send time. --sweep finds the knee.',
     'Floors in the same run: bare uWebSockets.js answering 202 (same generator, same load) and a raw',
     'fdatasync append loop; the service is pinned to CPU 0 and the generator to the others (taskset).',

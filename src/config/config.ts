@@ -18,6 +18,7 @@ export type * from './types.js';
 export { LOG_LEVELS, ROLES } from './types.js';
 export { anchorerKeySource } from './chain-config.js';
 export { describeConfig } from './describe-config.js';
+export { assertCoherentSetup, reviewSetup, type SetupReview } from './setup-guards.js';
 export type { Env } from './reader.js';
 
 /** Shortest admin token accepted, bytes: 256 bits, as many as the generated one carries. */
@@ -85,6 +86,7 @@ function readService(r: Reader, cwd: string): Omit<Config, 'http' | 'chain' | 'n
     idempotencyLeaseMs: r.int('DRIS_IDEMPOTENCY_LEASE_MS', 10_000, 300, 600_000),
     roles: parseRoles(r),
     allowSlowHttp: r.bool('DRIS_ALLOW_SLOW_HTTP', false),
+    frontOnly: r.bool('DRIS_FRONT_ONLY', false),
     logLevel: readLogLevel(r),
     keyRefreshMs: r.int('DRIS_KEY_REFRESH_MS', 5000, 100, 600_000),
     hashThreads: r.int('DRIS_HASH_THREADS', 2, 0, 64),

@@ -102,6 +102,12 @@ export interface Config {
   readonly idempotencyLeaseMs: number;
   /** Roles this process runs; all by default (embedded), a subset in a cluster. */
   readonly roles: readonly Role[];
+  /**
+   * DRIS_ROLES=api alone on embedded parts, consumed by nobody: the HTTP front and its durable
+   * append measured on their own (the bench's api-role figures). Refused by the start-up guards
+   * unless this is set, and refused with any other role set.
+   */
+  readonly frontOnly: boolean;
   readonly allowSlowHttp: boolean;
   /** Limits of the HTTP front. */
   readonly http: HttpConfig;

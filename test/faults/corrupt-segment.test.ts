@@ -14,7 +14,8 @@ import { awaitReconciled, Ledger } from './helpers/records.js';
  * created in it is the service user's alone.
  */
 
-const ENV = { DRIS_RATE_LIMITS: 'standard=100000000', DRIS_ROLES: 'api,indexer', DRIS_LOG_LEVEL: 'info' };
+/** The embedded default (every role): a subset of the roles on the embedded queue is refused at start. */
+const ENV = { DRIS_RATE_LIMITS: 'standard=100000000', DRIS_LOG_LEVEL: 'info' };
 const HEADER = 16;
 
 function dris(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
