@@ -3,6 +3,7 @@ import uWS from 'uWebSockets.js';
 /**
  * The physical baseline of bench:ingest: uWebSockets.js reading a JSON body and answering 202 with
  * a body of the same size as dris's, and nothing else. Port from argv[2]; prints `ready <port>`.
+ * A GET answers 200: the cluster scenario puts it behind HAProxy, whose health check is a GET.
  */
 const answer = JSON.stringify({
   recordId: 'r',
@@ -30,6 +31,9 @@ uWS
         });
       }
     });
+  })
+  .get('/*', (res) => {
+    res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json').end('{"status":"ok"}');
   })
   .listen('127.0.0.1', port, (token) => {
     if (token === false) process.exit(1);

@@ -1,4 +1,4 @@
-import { request, type ServiceHandle } from '../../test/harness/service.js';
+import { request } from '../../test/harness/service.js';
 import { newHistogram, recordUs, summarize, encodeHistogram, type Histogram } from './histogram.js';
 import type { SeriesPoint } from './load/generator.js';
 import type { LatencySet } from './results.js';
@@ -41,7 +41,8 @@ export class AnchoredFollower {
   #stopped = false;
 
   constructor(
-    private readonly svc: ServiceHandle,
+    /** The service, or the load balancer in front of several (any api process answers the listing). */
+    private readonly svc: { readonly url: string },
     private readonly key: string,
     private readonly o: { readonly prefix: string; readonly pollMs: number },
   ) {}

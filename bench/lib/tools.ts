@@ -44,6 +44,23 @@ export const REDIS_SERVER: ToolRequirement = {
   install: ['apt-get install -y redis-server     (or: bash scripts/tools.sh redis, which does that without starting a system service)'],
 };
 
+export const HAPROXY: ToolRequirement = {
+  name: 'haproxy',
+  why: 'load balancer of the fleet',
+  find: () => onPath('haproxy') ?? (existsSync('/usr/sbin/haproxy') ? '/usr/sbin/haproxy' : null),
+  install: ['apt-get install -y haproxy     (or: bash scripts/tools.sh haproxy, which does that without starting a system service)'],
+};
+
+export const KUBO: ToolRequirement = {
+  name: 'ipfs (Kubo)',
+  why: 'IPFS node of the fleet',
+  find: () => {
+    const bin = path.join(toolsDir(), 'bin', 'ipfs');
+    return existsSync(bin) ? bin : null;
+  },
+  install: ['bash scripts/tools.sh kubo     (builds Kubo with Go into ~/.cache/dris-tools/bin, several minutes; Go from https://go.dev/dl/)'],
+};
+
 /** Refuses, listing every missing tool at once with how to install it. */
 export function checkTools(requirements: readonly ToolRequirement[]): void {
   const missing = requirements.filter((r) => r.find() === null);

@@ -1,12 +1,11 @@
 import { tmpdir } from 'node:os';
 import { anchorContract, chainOf } from '../../test/harness/pipeline.js';
 import { request } from '../../test/harness/service.js';
-import { AnchoredFollower } from '../lib/anchored-follower.js';
+import { chainCounter, runAnchoredLoad, type ChainCounter } from '../lib/anchored-load.js';
 import { anvilFloor } from '../lib/floors/anvil.js';
 import { chdbFloor } from '../lib/floors/chdb.js';
 import { fsyncFloor } from '../lib/floors/fsync.js';
 import { generatorWorkers, LOAD_OPTIONS, pinRequested, plannedLoads, sweepRequested } from '../lib/http-phase.js';
-import { describeGenerator, runLoad } from '../lib/load/generator.js';
 import { num, optNum, type OptionValues } from '../lib/options.js';
 import { payload1k } from '../lib/payload.js';
 import { pinProcesses } from '../lib/pinning.js';
@@ -45,57 +44,15 @@ interface StepResult {
   readonly txPer1000: number;
 }
 
-async function step(ctx: ScenarioContext, s: BenchService, state: StepState, rate: number, index: number, workers: number, chain: { count: () => Promise<number> }): Promise<StepResult> {
+async function step(ctx: ScenarioContext, s: BenchService, state: StepState, rate: number, index: number, workers: number, chain: ChainCounter): Promise<StepResult> {
   const { values, progress } = ctx;
   const bulk = num(values, 'bulk');
   const batch = num(values, 'batch-records');
-  const warmupSec = num(values, 'warmup');
-  const durationSec = num(values, 'duration');
   const prefix = `p${index}-`;
-  const follower = new AnchoredFollower(s.svc, s.key, { prefix, pollMs: num(values, 'poll-ms') });
-  const txBefore = await chain.count();
-  let t0 = 0;
-  let acceptedRequests = 0;
   const key = sweepRequested(values) ? `pipeline.sweep${index}` : 'pipeline';
   const title = `pipeline @ ${fmtNum(rate)} records/s`;
-  progress.extend([{ key, seconds: warmupSec + durationSec + 15 }]);
-  return progress.phase(key, title, async (h) => {
-    const following = follower.run(num(values, 'settle-timeout') * 1000, (a, e) => h.note(`${fmtNum(a)}${e === null ? '' : ` of ${fmtNum(e)}`} records Anchored`));
-    following.catch(() => undefined);
-    let load;
-    try {
-      load = await runLoad(
-        {
-          host: '127.0.0.1',
-          port: s.svc.port,
-          source: { kind: 'template', method: 'POST', path: '/api/v1/records/bulk', headers: { 'Content-Type': 'application/json', 'X-API-Key': s.key }, template: bulkTemplate(prefix, bulk) },
-          mode: { kind: 'open', ratePerSec: rate / bulk },
-          warmupSec,
-          durationSec,
-          workers,
-          initialConnections: 8,
-          maxConnections: num(values, 'max-connections'),
-          timeoutMs: num(values, 'timeout'),
-          check: { statuses: [202], bodyIncludes: [`"accepted":${bulk}`] },
-          trackAccepted: true,
-        },
-        {
-          onStart: (t) => {
-            t0 = t;
-            follower.window(t + warmupSec * 1000, t + (warmupSec + durationSec) * 1000);
-          },
-          onAccepted: (batchOf) => {
-            for (const [w, seq, intended] of batchOf) follower.addRequest(w, seq, t0 + intended);
-            acceptedRequests += batchOf.length;
-          },
-        },
-      );
-    } catch (err) {
-      follower.stop();
-      throw err;
-    }
-    // Fill the open batch so it closes on its size rather than on the max-wait timer.
-    const accepted = acceptedRequests * bulk;
+  // Fill the open batch so it closes on its size rather than on the max-wait timer.
+  const topUp = async (accepted: number): Promise<number> => {
     state.acceptedTotal += accepted;
     const remainder = (batch - (state.acceptedTotal % batch)) % batch;
     if (remainder > 0) {
@@ -104,24 +61,40 @@ async function step(ctx: ScenarioContext, s: BenchService, state: StepState, rat
       if (r.status !== 202) throw new Error(`the top-up bulk request answered ${r.status}`);
       state.acceptedTotal += remainder;
     }
-    follower.expect(accepted + remainder);
-    h.remaining(null);
-    const f = await following;
-    const transactions = (await chain.count()) - txBefore;
-    const anchoredPerSec = Math.round(f.anchored / Math.max(0.001, (f.lastAnchoredEpochMs - t0) / 1000));
-    const txPer1000 = Math.round((transactions / Math.max(1, f.anchored / 1000)) * 1000) / 1000;
-    const e2e = f.latency.summary;
-    progress.line(`  ${title}: ${fmtNum(load.okPerSec * bulk)} records/s accepted, ${fmtNum(anchoredPerSec)} records/s anchored, 202 -> Anchored p50 ${fmtNum(e2e.p50)} ms, p99 ${fmtNum(e2e.p99)} ms, ${load.failed} failed`);
-    progress.line(`  ${describeGenerator(load)}`);
-    const data = { offeredRecordsPerSec: rate, acceptedRecords: accepted, topUpRecords: remainder, anchoredRecords: f.anchored, anchoredRecordsPerSec: anchoredPerSec, transactions, txPerThousandRecords: txPer1000 };
-    return {
-      phase: { key, title, load, latencies: [f.latency], data },
-      measured: { offered: rate, achieved: load.okPerSec * bulk, p50: e2e.p50, p99: e2e.p99, failed: load.failed, requests: load.ok + load.failed },
-      row: [fmtNum(rate), fmtNum(load.okPerSec * bulk), fmtNum(anchoredPerSec), ...[e2e.p50, e2e.p90, e2e.p99, e2e.max, load.latency.p99].map(fmtNum), String(txPer1000), String(load.failed)],
-      anchoredPerSec,
-      txPer1000,
-    };
+    return remainder;
+  };
+  const r = await runAnchoredLoad(progress, {
+    key,
+    title,
+    target: { host: '127.0.0.1', port: s.svc.port, url: s.svc.url },
+    apiKey: s.key,
+    source: { kind: 'template', method: 'POST', path: '/api/v1/records/bulk', headers: { 'Content-Type': 'application/json', 'X-API-Key': s.key }, template: bulkTemplate(prefix, bulk) },
+    prefix,
+    recordsPerRequest: bulk,
+    mode: { kind: 'open', ratePerSec: rate / bulk },
+    check: { statuses: [202], bodyIncludes: [`"accepted":${bulk}`] },
+    warmupSec: num(values, 'warmup'),
+    durationSec: num(values, 'duration'),
+    workers,
+    initialConnections: 8,
+    maxConnections: num(values, 'max-connections'),
+    timeoutMs: num(values, 'timeout'),
+    pollMs: num(values, 'poll-ms'),
+    settleSec: num(values, 'settle-timeout'),
+    chain,
+    topUp,
   });
+  const { load, follow: f, anchoredPerSec } = r;
+  const txPer1000 = r.txPerThousandRecords;
+  const e2e = f.latency.summary;
+  const data = { offeredRecordsPerSec: rate, acceptedRecords: r.acceptedRecords, topUpRecords: r.topUpRecords, anchoredRecords: f.anchored, anchoredRecordsPerSec: anchoredPerSec, transactions: r.transactions, txPerThousandRecords: txPer1000 };
+  return {
+    phase: { key, title, load, latencies: [f.latency], data },
+    measured: { offered: rate, achieved: load.okPerSec * bulk, p50: e2e.p50, p99: e2e.p99, failed: load.failed, requests: load.ok + load.failed },
+    row: [fmtNum(rate), fmtNum(load.okPerSec * bulk), fmtNum(anchoredPerSec), ...[e2e.p50, e2e.p90, e2e.p99, e2e.max, load.latency.p99].map(fmtNum), String(txPer1000), String(load.failed)],
+    anchoredPerSec,
+    txPer1000,
+  };
 }
 
 async function floorsOf(ctx: ScenarioContext): Promise<FloorFigure[]> {
@@ -154,7 +127,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
   try {
     const chainInfo = await chainOf(s.svc);
     const reader = await anchorContract(chainInfo.rpcUrl, chainInfo.contractAddress);
-    const chain = { count: async () => new Set((await reader.anchoredEvents()).map((e) => e.txHash)).size };
+    const chain = chainCounter(reader);
     const state: StepState = { acceptedTotal: 0 };
     let last: StepResult | null = null;
     try {

@@ -103,3 +103,43 @@ export function writeResultFile(dir: string, name: string, r: BenchResult): stri
   writeFileSync(file, JSON.stringify(r));
   return file;
 }
+
+/** A result of the shape the cluster scenario writes: two kinds of floor per figure, 202 -> Anchored, CPU per role. */
+export function syntheticClusterResult(scale = 1): BenchResult {
+  const base = syntheticResult(1, 'cluster');
+  const l = load(3);
+  const anchored = { label: '202 -> Anchored (from intended send)', summary: { ...l.latency, p50: 2100, p99: 4800, max: 5200 }, histogram: l.histogram, series: l.series };
+  const rate = Math.round(5000 * scale);
+  const figures: Figure[] = [
+    { key: 'bulk.recordsPerSec', label: 'bulk: ingest records/s through HAProxy', value: rate, unit: 'records/s', better: 'higher', floors: [{ key: 'http.bulk', ratio: rate / 100_000 }, { key: 'jetstream.bulk', ratio: rate / 40_000 }] },
+    { key: 'bulk.p99Ms', label: 'bulk: request p99', value: 80 / scale, unit: 'ms', better: 'lower' },
+    { key: 'bulk.anchoredRecordsPerSec', label: 'bulk: anchored records/s (first send to last Anchored)', value: Math.round(4000 * scale), unit: 'records/s', better: 'higher', floors: [{ key: 'clickhouse', ratio: (4000 * scale) / 80_000 }, { key: 'anvil', ratio: (4000 * scale) / 90_000 }] },
+    { key: 'bulk.ingestToAnchoredP99Ms', label: 'bulk: 202 -> Anchored p99', value: 4800 / scale, unit: 'ms', better: 'lower' },
+    { key: 'bulk.txPerThousandRecords', label: 'bulk: anchor transactions per 1000 records', value: 1, unit: 'tx', better: 'lower' },
+    { key: 'bulk.cpuPer1000.api', label: 'bulk: api CPU per 1000 records', value: 0.05 / scale, unit: 'CPU s', better: 'lower' },
+    { key: 'bulk.cpuPer1000.fleet', label: 'bulk: whole fleet CPU per 1000 records', value: 0.3 / scale, unit: 'CPU s', better: 'lower' },
+  ];
+  return {
+    ...base,
+    argv: ['cluster', '--variants', 'bulk', '--duration', '10'],
+    config: { fleet: { api: 2, indexer: 2, anchorer: 2 }, clickhouse: 'test bridge over chDB' },
+    headline: figures,
+    floors: [
+      { key: 'jetstream.bulk', label: 'raw JetStream publish (R3), 500 record(s)/message', value: 40_000, unit: 'records/s', source: '80 messages/s' },
+      { key: 'clickhouse', label: 'raw insert through the ClickHouse HTTP interface', value: 80_000, unit: 'records/s', source: '1000-row inserts' },
+      { key: 'anvil', label: 'raw anvil transactions x 1000 records', value: 90_000, unit: 'records/s', source: '90 tx/s' },
+      { key: 'http.bulk', label: 'bare uWebSockets.js behind HAProxy, bulk', value: 100_000, unit: 'records/s', source: 'closed loop' },
+    ],
+    phases: [
+      {
+        key: 'bulk',
+        title: 'cluster bulk closed 4',
+        load: l,
+        latencies: [anchored],
+        data: { acceptedRecords: 65_000, anchoredRecords: 65_000, transactions: 65, batches: 65, 'cpuSecondsPer1000Records.api': 0.05, 'cpuSecondsPer1000Records.indexer': 0.04, 'rssMiB.api': 120 },
+      },
+    ],
+    sweeps: [],
+    notes: ['one machine: 2 cores shared by the fleet'],
+  };
+}

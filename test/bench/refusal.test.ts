@@ -46,7 +46,7 @@ t.test('bad options and unknown scenarios are refused with exit 2, help exits 0'
   }
   const help = bench(['--help']);
   t.equal(help.status, 0);
-  for (const name of ['ingest', 'pipeline', 'verify', 'hash']) t.match(help.stdout, new RegExp(`\\n  ${name} `), `lists ${name}`);
+  for (const name of ['ingest', 'pipeline', 'verify', 'hash', 'cluster']) t.match(help.stdout, new RegExp(`\\n  ${name} `), `lists ${name}`);
   const ingest = bench(['ingest', '--help']);
   t.equal(ingest.status, 0);
   for (const opt of ['--rate', '--sweep', '--modes', '--duration', '--warmup', '--compare', '--html', '--allow-fallback']) t.match(ingest.stdout, opt);

@@ -7,7 +7,7 @@ import { loadScenarios } from '../../bench/lib/registry.js';
 t.test('the scenarios of bench/scenarios are found, in order, each with a plan and options', async (t) => {
   const found = await loadScenarios();
   const names = found.map((s) => s.name);
-  t.same(names.slice(0, 4), ['ingest', 'pipeline', 'verify', 'hash']);
+  t.same(names.slice(0, 5), ['ingest', 'pipeline', 'verify', 'hash', 'cluster']);
   for (const s of found) {
     t.ok(s.summary.length > 0 && s.description.length > 0, `${s.name} describes itself`);
     t.ok(new Set(s.options.map((o) => o.name)).size === s.options.length, `${s.name}: option names unique`);

@@ -24,43 +24,53 @@ async function rpc<T>(url: string, method: string, params: unknown[]): Promise<T
   return body.result as T;
 }
 
-export async function anvilFloor(seconds: number): Promise<AnvilFloor> {
+/**
+ * Measures on `target` when given (the local fleet's own anvil, from a dev account the anchorer
+ * does not use), else on a fresh anvil of its own.
+ */
+export async function anvilFloor(seconds: number, target?: { readonly rpcUrl: string; readonly chainId: number }): Promise<AnvilFloor> {
+  if (target !== undefined) return measureTransfers(target.rpcUrl, target.chainId, seconds);
   const dir = await mkdtemp(path.join(tmpdir(), 'dris-floor-anvil-'));
   const node = new AnvilNode({ stateDir: dir, logger: componentLogger('bench-anvil-floor') });
   try {
     await node.start();
-    const wallet = new Wallet(ANVIL_DEV_PRIVATE_KEYS[1]);
-    // Signed beforehand (about 2 ms each), so signing is not part of the measurement; the run ends
-    // at `seconds` or when they are all mined, whichever comes first, over hundreds of transactions.
-    const count = Math.min(3000, Math.max(300, Math.ceil(seconds * 300)));
-    const signed: string[] = [];
-    for (let nonce = 0; nonce < count; nonce++) {
-      signed.push(
-        await wallet.signTransaction({ type: 2, chainId: node.chainId, nonce, to: '0x000000000000000000000000000000000000dEaD', value: 1n, gasLimit: 21_000n, maxFeePerGas: 100_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n }),
-      );
-    }
-    let next = 0;
-    const start = performance.now();
-    const end = start + seconds * 1000;
-    const lane = async (): Promise<void> => {
-      while (next < signed.length && performance.now() < end) {
-        const tx = signed[next++] as string;
-        await rpc(node.rpcUrl, 'eth_sendRawTransaction', [tx]);
-      }
-    };
-    await Promise.all(Array.from({ length: 16 }, lane));
-    // Mined means counted in the sender's nonce at the latest block.
-    const deadline = Date.now() + 30_000;
-    let mined = 0;
-    while (Date.now() < deadline) {
-      mined = Number(BigInt(await rpc<string>(node.rpcUrl, 'eth_getTransactionCount', [wallet.address, 'latest'])));
-      if (mined >= next) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    const elapsed = (performance.now() - start) / 1000;
-    return { txPerSec: Math.round((10 * mined) / elapsed) / 10, transactions: mined };
+    return await measureTransfers(node.rpcUrl, node.chainId, seconds);
   } finally {
     await node.stop();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+async function measureTransfers(rpcUrl: string, chainId: number, seconds: number): Promise<AnvilFloor> {
+  const wallet = new Wallet(ANVIL_DEV_PRIVATE_KEYS[1]);
+  const first = Number(BigInt(await rpc<string>(rpcUrl, 'eth_getTransactionCount', [wallet.address, 'pending'])));
+  // Signed beforehand (about 2 ms each), so signing is not part of the measurement; the run ends
+  // at `seconds` or when they are all mined, whichever comes first, over hundreds of transactions.
+  const count = Math.min(3000, Math.max(300, Math.ceil(seconds * 300)));
+  const signed: string[] = [];
+  for (let nonce = first; nonce < first + count; nonce++) {
+    signed.push(
+      await wallet.signTransaction({ type: 2, chainId, nonce, to: '0x000000000000000000000000000000000000dEaD', value: 1n, gasLimit: 21_000n, maxFeePerGas: 100_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n }),
+    );
+  }
+  let next = 0;
+  const start = performance.now();
+  const end = start + seconds * 1000;
+  const lane = async (): Promise<void> => {
+    while (next < signed.length && performance.now() < end) {
+      const tx = signed[next++] as string;
+      await rpc(rpcUrl, 'eth_sendRawTransaction', [tx]);
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, lane));
+  // Mined means counted in the sender's nonce at the latest block.
+  const deadline = Date.now() + 30_000;
+  let mined = 0;
+  while (Date.now() < deadline) {
+    mined = Number(BigInt(await rpc<string>(rpcUrl, 'eth_getTransactionCount', [wallet.address, 'latest']))) - first;
+    if (mined >= next) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const elapsed = (performance.now() - start) / 1000;
+  return { txPerSec: Math.round((10 * mined) / elapsed) / 10, transactions: mined };
 }

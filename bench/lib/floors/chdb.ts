@@ -18,9 +18,13 @@ export interface ChdbFloor {
 }
 
 const TABLE = 'default.floor_records';
-const INSERT_ROWS = 1000;
+/** Rows per insert, as the indexer inserts. */
+export const INSERT_ROWS = 1000;
+/** The floor table's columns and engine (also used through the ClickHouse HTTP interface). */
+export const FLOOR_TABLE_DEFINITION = '(tenant String, id String, hash String, payload String) ENGINE = MergeTree ORDER BY (tenant, id)';
 
-function rows(from: number, payload: string): Buffer {
+/** INSERT_ROWS JSONEachRow rows of about 1 KiB, ids from `from` on. */
+export function floorRows(from: number, payload: string): Buffer {
   let body = '';
   for (let i = from; i < from + INSERT_ROWS; i++) {
     body += `${JSON.stringify({ tenant: 'bench', id: `r-${i}`, hash: 'ab'.repeat(32), payload })}\n`;
@@ -39,11 +43,11 @@ export async function chdbFloor(seconds: number, options: { lookups: boolean; pa
   const dir = await mkdtemp(path.join(tmpdir(), 'dris-floor-chdb-'));
   const session = new Session(dir);
   try {
-    await session.queryAsync(`CREATE TABLE ${TABLE} (tenant String, id String, hash String, payload String) ENGINE = MergeTree ORDER BY (tenant, id)`, { timeout: 60_000 });
+    await session.queryAsync(`CREATE TABLE ${TABLE} ${FLOOR_TABLE_DEFINITION}`, { timeout: 60_000 });
     let next = 0;
-    const sample = rows(0, options.payload);
+    const sample = floorRows(0, options.payload);
     const insertRowsPerSec = await timed(options.lookups ? seconds / 2 : seconds, async () => {
-      await session.insert({ table: TABLE, values: rows(next, options.payload), format: 'JSONEachRow' });
+      await session.insert({ table: TABLE, values: floorRows(next, options.payload), format: 'JSONEachRow' });
       next += INSERT_ROWS;
       return INSERT_ROWS;
     });

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startLoadBalancer, type LoadBalancer } from '../../../test/harness/haproxy.js';
 import { terminate } from '../../../test/harness/servers.js';
 
 /**
@@ -36,4 +37,27 @@ export async function startBareServer(pinCpu: string | null): Promise<BareServer
     });
   });
   return { host: '127.0.0.1', port, stop: () => terminate(child, 'SIGTERM', 5000) };
+}
+
+/**
+ * The HTTP floor of a fleet: `count` bare servers behind HAProxy configured as the fleet's load
+ * balancer (the same template: round robin, health checks), so the balancer's own cost is part of
+ * the floor. Resolves once HAProxy sees every server UP.
+ */
+export async function startBareBehindLoadBalancer(count: number, dir: string): Promise<BareServer> {
+  const servers: BareServer[] = [];
+  let lb: LoadBalancer | null = null;
+  const stopAll = async (): Promise<void> => {
+    if (lb !== null) await lb.stop();
+    await Promise.all(servers.map((s) => s.stop()));
+  };
+  try {
+    for (let i = 0; i < count; i++) servers.push(await startBareServer(null));
+    lb = await startLoadBalancer({ dir, port: 0, servers: servers.map((s, i) => ({ name: `bare-${i + 1}`, port: s.port })) });
+    await lb.waitUp(undefined, 30_000);
+    return { host: '127.0.0.1', port: lb.port, stop: stopAll };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
 }
