@@ -94,9 +94,14 @@ void t.test('compose.yaml is a valid Compose project with the example variables'
       t.equal(s.environment?.['CLICKHOUSE_URL'], 'http://clickhouse:8123', 'the ClickHouse server, not the bridge');
       t.equal(s.environment?.['DRIS_OPS_PORT'], '9464');
       t.equal(s.environment?.['DRIS_ENV_FILES'], '/var/lib/dris-chain/contract.env', 'contract address from the init job');
-      t.equal(s.environment?.['DRIS_ANCHORER_KEY_FILE'], '/run/secrets/anchorer_key', 'key from a secret, not the environment');
+      if (role === 'anchorer') {
+        t.equal(s.environment?.['DRIS_ANCHORER_KEY_FILE'], '/run/secrets/anchorer_key', 'key from a secret, not the environment');
+        t.ok(s.secrets?.some((x) => x.source === 'anchorer_key'));
+      } else {
+        t.equal(s.environment?.['DRIS_ANCHORER_KEY_FILE'], undefined, `${role}: never signs, holds no key`);
+        t.notOk(s.secrets?.some((x) => x.source === 'anchorer_key'), `${role}: no key secret`);
+      }
       t.equal(s.environment?.['DRIS_ANCHORER_KEY'], undefined);
-      t.ok(s.secrets?.some((x) => x.source === 'anchorer_key'));
       t.equal(s.depends_on?.['dris-init']?.condition, 'service_completed_successfully');
       for (const dep of ['nats-1', 'nats-2', 'nats-3', 'redis', 'clickhouse', 'kubo']) {
         t.equal(s.depends_on?.[dep]?.condition, 'service_healthy', `${role} waits for ${dep}`);

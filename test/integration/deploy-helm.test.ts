@@ -116,6 +116,9 @@ void t.test('helm template renders objects that decode strictly, for every role'
     t.equal(c?.image, 'registry.example.org/dris:0.1.0');
     t.same(c?.args, ['serve']);
     t.equal(c?.env?.find((e) => e.name === 'DRIS_ROLES')?.value, role);
+    const key = c?.env?.find((e) => e.name === 'DRIS_ANCHORER_KEY');
+    if (role === 'anchorer') t.equal(key, undefined, 'the anchorer takes its key from the Secret');
+    else t.same(key, { name: 'DRIS_ANCHORER_KEY', value: '' }, `${role}: the signing key blanked, it never signs`);
     t.same(
       c?.envFrom?.map((e) => e.configMapRef?.name ?? e.secretRef?.name),
       ['prod-dris', 'prod-dris'],
