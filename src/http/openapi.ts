@@ -68,10 +68,13 @@ function normalize(value: unknown): unknown {
   if (typeof value !== 'object' || value === null) return value;
   const out: Json = {};
   for (const [k, v] of Object.entries(value)) out[k] = normalize(v);
-  // typia lists a union's literals in the order the compiler met them, which differs between
-  // units of one build: a stable order makes the same type the same schema everywhere.
-  const oneOf = out['oneOf'];
-  if (Array.isArray(oneOf) && oneOf.every(isConstOnly)) out['oneOf'] = [...oneOf].sort((a, b) => compareText(JSON.stringify(a), JSON.stringify(b)));
+  // typia lists a union's members in the order the compiler met them, which differs between
+  // units of one build: a stable order makes the same type the same schema everywhere (the
+  // members of oneOf and anyOf are a set, their order means nothing).
+  for (const k of ['oneOf', 'anyOf']) {
+    const members = out[k];
+    if (Array.isArray(members)) out[k] = [...members].sort((a, b) => compareText(JSON.stringify(a), JSON.stringify(b)));
+  }
   // The same holds for the members an intersection or a spread brings into `required`.
   const required = out['required'];
   if (Array.isArray(required) && required.every((r) => typeof r === 'string')) out['required'] = [...required].sort(compareText);
@@ -81,9 +84,6 @@ function normalize(value: unknown): unknown {
   return { allOf: [{ $ref: ref }, out] };
 }
 
-function isConstOnly(v: unknown): boolean {
-  return typeof v === 'object' && v !== null && Object.keys(v).length === 1 && 'const' in v;
-}
 
 const compareText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
