@@ -180,7 +180,8 @@ function decodeFrames(buf: Buffer, from: number): AcceptedRecord[] {
  * read, so spreads, JSON texts and comparisons of the record see the payload as before. The same
  * property descriptors on every record keep them of one hidden class.
  */
-const PAYLOAD_BYTES: PropertyDescriptor = { enumerable: false, writable: false, configurable: true };
+/** Reused for every record (its value set for the call), so a decode allocates no descriptor. */
+const PAYLOAD_BYTES: PropertyDescriptor = { enumerable: false, writable: false, configurable: true, value: undefined };
 const LAZY_PAYLOAD: PropertyDescriptor = {
   enumerable: true,
   configurable: true,
@@ -191,7 +192,9 @@ const LAZY_PAYLOAD: PropertyDescriptor = {
 };
 
 function withLazyPayload(meta: AcceptedRecord, bytes: Buffer): AcceptedRecord {
-  Object.defineProperty(meta, 'payloadBytes', { ...PAYLOAD_BYTES, value: bytes });
+  PAYLOAD_BYTES.value = bytes;
+  Object.defineProperty(meta, 'payloadBytes', PAYLOAD_BYTES);
+  PAYLOAD_BYTES.value = undefined;
   Object.defineProperty(meta, 'payload', LAZY_PAYLOAD);
   return meta;
 }
