@@ -43,8 +43,11 @@ class FakeRunner implements SqlRunner {
   insertJsonLines(table: string, lines: Buffer, settings?: InsertSettings): Promise<void> {
     let rows = lines.toString('utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
     // As the engine reads them with this setting: an object member into a String column as its text.
-    if (settings?.['input_format_json_read_objects_as_strings'] === 1) {
-      rows = rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v !== null && typeof v === 'object' && !Array.isArray(v) ? JSON.stringify(v) : v])));
+    const objects = settings?.['input_format_json_read_objects_as_strings'] === 1;
+    const arrays = settings?.['input_format_json_read_arrays_as_strings'] === 1;
+    if (objects || arrays) {
+      const asText = (v: unknown): boolean => v !== null && typeof v === 'object' && (Array.isArray(v) ? arrays : objects);
+      rows = rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, asText(v) ? JSON.stringify(v) : v])));
     }
     return this.insertJsonEachRow(table, rows);
   }
