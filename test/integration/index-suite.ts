@@ -3,6 +3,7 @@ import { ClickHouseEvidenceStore } from '../../src/adapters/clickhouse/evidence-
 import { ClickHousePipelineStore } from '../../src/adapters/clickhouse/pipeline-store.js';
 import type { SqlRunner } from '../../src/adapters/clickhouse/sql-runner.js';
 import type { ClickHouseStorage } from '../../src/adapters/clickhouse/storage.js';
+import { decodeMessage, encodeRecords } from '../../src/adapters/queue/record-codec.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
 import { BASE_MS, hex, record, summaryOf } from './index-fixtures.js';
 import { indexTrailSuite } from './index-suite-trails.js';
@@ -172,6 +173,17 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
     t.same(page.items, [summaryOf(r)]);
     const none = await ctx.index.records.queryRecords({ tenantId: tenant, recordId: "x' OR '1'='1", limit: 5 });
     t.same(none.items, []);
+  });
+
+  t.test('payloads are stored byte for byte, from their text or from the bytes a queue message kept', async (t) => {
+    const tenant = 'tenant-bytes';
+    const texts = ['{}', '{"a":"x\\"y \\\\ \\u0001","b":[1,2.5e+21,"\u00e9\u{1F389}",{"c":null,"d":true}],"e":{},"f":[]}', `{"big":"${'x'.repeat(70_000)}"}`];
+    const fromText = texts.map((payload) => record(tenant, { payload }));
+    const queued = decodeMessage(encodeRecords(texts.map((payload) => ({ ...record(tenant, { payload }), payloadBytes: Buffer.from(payload, 'utf8') }))));
+    t.ok(queued.every((r) => r.payloadBytes !== undefined), 'decoded records carry their payload bytes');
+    await ctx.index.records.insertRecords([...fromText, ...queued]);
+    const evidence = new ClickHouseEvidenceStore(ctx.index.database);
+    for (const r of [...fromText, ...queued]) t.equal(await evidence.payloadOf(tenant, r.ingestId, Date.parse(r.acceptedAt)), r.payload);
   });
 
   t.test('200 concurrent insertRecords calls are coalesced into few INSERTs', async (t) => {

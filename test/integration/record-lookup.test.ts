@@ -8,7 +8,7 @@ import { ClickHouseEvidenceStore } from '../../src/adapters/clickhouse/evidence-
 import { bootstrapSql, migrations, recordMigrationSql } from '../../src/adapters/clickhouse/migrations/index.js';
 import { openClickHouseStorage } from '../../src/adapters/clickhouse/open-storage.js';
 import { ClickHousePipelineStore } from '../../src/adapters/clickhouse/pipeline-store.js';
-import { toPendingRecord } from '../../src/adapters/clickhouse/record-rows.js';
+import { toRecordRow } from '../../src/adapters/clickhouse/record-rows.js';
 import { dateTime64Text } from '../../src/adapters/clickhouse/values.js';
 import { formBatch } from '../../src/domain/pipeline/batch-formation.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
@@ -228,7 +228,7 @@ void t.test('a data directory made before record_lookup: the upgrade back-fills 
   }
   const [leafStored, rewritten, unbatched, batchedNotIndexed, reformed] = [record('t-u'), record('t-u'), record('t-u'), record('t-u'), record('t-u')];
   // What the previous indexer wrote: record rows only.
-  await raw.insertJsonEachRow(`${db}.records`, [leafStored, rewritten, unbatched, reformed].map((r) => toPendingRecord(r).row));
+  await raw.insertJsonEachRow(`${db}.records`, [leafStored, rewritten, unbatched, reformed].map((r) => toRecordRow(r)));
   const leafRow = (r: AcceptedRecord, batchId: string, leafIndex: number, version: number): object => ({
     tenant_id: r.tenantId,
     ingest_id: r.ingestId,
@@ -249,7 +249,7 @@ void t.test('a data directory made before record_lookup: the upgrade back-fills 
   ]);
   // A row rewritten with its leaf, as the pipeline did before record_leaves existed.
   await raw.insertJsonEachRow(`${db}.records`, [
-    { ...toPendingRecord(rewritten).row, snapshot_id: 's-b-8', batch_id: 'b-8', leaf_index: 5, tree_size: 6, merkle_proof: ['ab'.repeat(32), 'cd'.repeat(32)], status: 'Batched', row_version: 2 + BASE_MS * 1000 },
+    { ...toRecordRow(rewritten), snapshot_id: 's-b-8', batch_id: 'b-8', leaf_index: 5, tree_size: 6, merkle_proof: ['ab'.repeat(32), 'cd'.repeat(32)], status: 'Batched', row_version: 2 + BASE_MS * 1000 },
   ]);
 
   // A second index on the same engine, as the next version opens the directory.

@@ -4,7 +4,7 @@ import { ClickHouseDatabase } from '../../src/adapters/clickhouse/database.js';
 import { GroupCommit } from '../../src/adapters/clickhouse/group-commit.js';
 import { SERVER_LOOKUP_CHUNK, translateClickHouseError } from '../../src/adapters/clickhouse/http-runner.js';
 import { openClickHouseStorage, type OpenStorageOptions } from '../../src/adapters/clickhouse/open-storage.js';
-import type { ExecOptions, SqlParams, SqlRunner } from '../../src/adapters/clickhouse/sql-runner.js';
+import type { ExecOptions, InsertSettings, SqlParams, SqlRunner } from '../../src/adapters/clickhouse/sql-runner.js';
 import type { ClickHouseStorage } from '../../src/adapters/clickhouse/storage.js';
 import { decodeCursor, encodeCursor } from '../../src/adapters/clickhouse/values.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
@@ -40,8 +40,15 @@ class FakeRunner implements SqlRunner {
       resolve(this.onQuery(sql, params) as T[]);
     });
   }
-  insertJsonLines(table: string, lines: Buffer): Promise<void> {
-    const rows = lines.toString('utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as object);
+  insertJsonLines(table: string, lines: Buffer, settings?: InsertSettings): Promise<void> {
+    let rows = lines.toString('utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+    // As the engine reads them with this setting: an object member into a String column as its text.
+    const objects = settings?.['input_format_json_read_objects_as_strings'] === 1;
+    const arrays = settings?.['input_format_json_read_arrays_as_strings'] === 1;
+    if (objects || arrays) {
+      const asText = (v: unknown): boolean => v !== null && typeof v === 'object' && (Array.isArray(v) ? arrays : objects);
+      rows = rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, asText(v) ? JSON.stringify(v) : v])));
+    }
     return this.insertJsonEachRow(table, rows);
   }
   insertJsonEachRow(table: string, rows: readonly object[]): Promise<void> {

@@ -41,6 +41,18 @@ void t.test('records survive a message unchanged, payload bytes included', (t) =
   t.end();
 });
 
+void t.test('a consumed record keeps its payload bytes, decoded to text only when read', (t) => {
+  const records = payloads.map((p, i) => queued(rec(i, p)));
+  const back = decodeMessage(encodeRecords(records));
+  for (const [i, r] of back.entries()) {
+    t.same(r.payloadBytes, records[i]?.payloadBytes, `record ${i}: the bytes as published`);
+    t.notOk(Object.keys(r).includes('payloadBytes'), 'the bytes are not enumerated');
+    t.same(JSON.parse(JSON.stringify(r)), consumed(records[i] as ReturnType<typeof queued>), 'a JSON text of the record carries its payload');
+    t.equal({ ...r }.payload, records[i] === undefined ? undefined : payloads[i], 'a copy reads its payload');
+  }
+  t.end();
+});
+
 void t.test('messages of the earlier JSON format still decode', (t) => {
   const records = [rec(1, '{"a":1}'), rec(2, '{}')];
   t.same(decodeMessage(Buffer.from(JSON.stringify(records))), records);

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { drainPending, Session } from 'chdb';
 import { DrisError, type DrisErrorCode } from '../../errors/dris-error.js';
-import type { ExecOptions, SqlParams, SqlRunner } from './sql-runner.js';
+import type { ExecOptions, InsertSettings, SqlParams, SqlRunner } from './sql-runner.js';
 
 /**
  * The embedded engine: ClickHouse in-process through chDB, persisted in a directory. Only the
@@ -80,11 +80,11 @@ export class ChdbSqlRunner implements SqlRunner {
     await this.insertJsonLines(table, Buffer.from(body, 'utf8'));
   }
 
-  async insertJsonLines(table: string, lines: Buffer): Promise<void> {
+  async insertJsonLines(table: string, lines: Buffer, settings?: InsertSettings): Promise<void> {
     if (lines.length === 0) return;
     this.#assertOpen();
     try {
-      await this.#session.insert({ table, values: lines, format: 'JSONEachRow', timeout: this.#timeoutMs });
+      await this.#session.insert({ table, values: lines, format: 'JSONEachRow', timeout: this.#timeoutMs, ...(settings === undefined ? {} : { settings }) });
     } catch (err) {
       throw translateChdbError(err, 'insert', false);
     }

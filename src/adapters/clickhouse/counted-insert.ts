@@ -2,6 +2,7 @@ import { DrisError } from '../../errors/dris-error.js';
 import type { Logger } from '../../util/logger.js';
 import type { ClickHouseDatabase } from './database.js';
 import type { TableName } from './schema.js';
+import type { InsertSettings } from './sql-runner.js';
 
 /**
  * Inserts into one table, counted for the stores' statistics. A failure is logged with its code
@@ -42,5 +43,17 @@ export class CountedInsert {
     }
     this.#inserts += 1;
     this.#rows += rows.length;
+  }
+
+  /** One INSERT of `rows` rows already in JSONEachRow text, with engine settings of its own. */
+  async writeLines(lines: Buffer, rows: number, settings?: InsertSettings): Promise<void> {
+    try {
+      await this.#db.runner.insertJsonLines(this.#db.table(this.#table), lines, settings);
+    } catch (err) {
+      this.#log.warn({ rows, code: err instanceof DrisError ? err.code : undefined }, this.#failure);
+      throw err;
+    }
+    this.#inserts += 1;
+    this.#rows += rows;
   }
 }

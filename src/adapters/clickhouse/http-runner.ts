@@ -11,7 +11,7 @@ import {
 } from '@clickhouse/client';
 import { DrisError, type DrisErrorCode } from '../../errors/dris-error.js';
 import { componentLogger, type Logger } from '../../util/logger.js';
-import type { ExecOptions, SqlParams, SqlRunner } from './sql-runner.js';
+import type { ExecOptions, InsertSettings, SqlParams, SqlRunner } from './sql-runner.js';
 
 /**
  * A ClickHouse server, through @clickhouse/client over HTTP. Same SQL and logic as the embedded
@@ -168,12 +168,16 @@ export class ClickHouseClientRunner implements SqlRunner {
     }
   }
 
-  async insertJsonLines(table: string, lines: Buffer): Promise<void> {
+  async insertJsonLines(table: string, lines: Buffer, settings?: InsertSettings): Promise<void> {
     if (lines.length === 0) return;
     try {
       // insert() takes JSONEachRow only as objects (it refuses a byte stream); exec() sends the
       // bytes as the body of the INSERT unchanged.
-      const result = await this.#client.exec({ query: `INSERT INTO ${table} FORMAT JSONEachRow`, values: Readable.from([lines], { objectMode: false }) });
+      const result = await this.#client.exec({
+        query: `INSERT INTO ${table} FORMAT JSONEachRow`,
+        values: Readable.from([lines], { objectMode: false }),
+        ...(settings === undefined ? {} : { clickhouse_settings: settings }),
+      });
       await finished(result.stream.resume());
     } catch (err) {
       throw translateClickHouseError(err, 'insert', false);

@@ -35,10 +35,18 @@ export interface RecordRow {
   row_version: number;
 }
 
+/** A record row without its payload, which is written beside it as it is (`recordLines`). */
+export type RecordHead = Omit<RecordRow, 'payload'>;
+
 export interface PendingRecord {
-  readonly row: RecordRow;
+  readonly row: RecordHead;
+  /** The canonical payload: its UTF-8 bytes as the queue kept them, or its text. */
+  readonly payload: Uint8Array | string;
   readonly acceptedAtMs: number;
 }
+
+/** What `recordLines` needs of the engine: JSON objects and arrays read into String columns as their text. */
+export const RECORD_LINES_SETTINGS = { input_format_json_read_objects_as_strings: 1 } as const;
 
 /** The columns of a record row as every read returns them: its envelope, hashes and batch; accepted_at as epoch ms. */
 export type EnvelopeRow = Pick<RecordRow, 'ingest_id' | 'tenant_id' | 'client_id' | 'database' | 'collection' | 'record_id' | 'record_version' | 'operation_type'> &
@@ -56,6 +64,8 @@ export function toPendingRecord(r: AcceptedRecord): PendingRecord {
   }
   return {
     acceptedAtMs,
+    // The bytes when the queue kept them: reading `payload` would decode them to a string.
+    payload: r.payloadBytes ?? r.payload,
     row: {
       tenant_id: r.tenantId,
       accepted_at: dateTime64Text(acceptedAtMs),
@@ -72,7 +82,6 @@ export function toPendingRecord(r: AcceptedRecord): PendingRecord {
       payload_hash: r.payloadHash,
       record_hash: r.recordHash,
       salt: r.salt,
-      payload: r.payload,
       idempotency_key: r.idempotencyKey,
       correlation_id: r.correlationId,
       snapshot_id: null,
@@ -85,6 +94,53 @@ export function toPendingRecord(r: AcceptedRecord): PendingRecord {
       row_version: ROW_VERSION_INGESTED,
     },
   };
+}
+
+/** The whole row of a record, payload included, as JSONEachRow takes it (tools and tests). */
+export function toRecordRow(r: AcceptedRecord): RecordRow {
+  return { ...toPendingRecord(r).row, payload: r.payload };
+}
+
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+
+/**
+ * Records as JSONEachRow lines, each payload written as it is rather than as a JSON string: a
+ * canonical payload is a JSON object, which the engine reads into the String column as its text
+ * (RECORD_LINES_SETTINGS), byte for byte. Escaping it into a string, and the engine unescaping it,
+ * cost more than the rest of the row; the payload bytes are copied once, from the queue's message.
+ * A payload that is not an object text (never from ingestion) is written as a JSON string.
+ */
+export function recordLines(records: readonly PendingRecord[]): Buffer {
+  const heads: string[] = new Array<string>(records.length);
+  const bodies: Uint8Array[] = new Array<Uint8Array>(records.length);
+  let total = 0;
+  for (let i = 0; i < records.length; i++) {
+    const p = records[i] as PendingRecord;
+    let body = typeof p.payload === 'string' ? Buffer.from(p.payload, 'utf8') : p.payload;
+    if (!isObjectText(body)) body = Buffer.from(JSON.stringify(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8')), 'utf8');
+    // The row's JSON without its closing brace; the payload member and the brace follow.
+    const head = `${JSON.stringify(p.row).slice(0, -1)},"payload":`;
+    heads[i] = head;
+    bodies[i] = body;
+    total += Buffer.byteLength(head, 'utf8') + body.byteLength + 2;
+  }
+  const out = Buffer.allocUnsafe(total);
+  let at = 0;
+  for (let i = 0; i < records.length; i++) {
+    at += out.write(heads[i] as string, at, 'utf8');
+    const body = bodies[i] as Uint8Array;
+    out.set(body, at);
+    at += body.byteLength;
+    out[at++] = CLOSE_BRACE;
+    out[at++] = 0x0a;
+  }
+  return out;
+}
+
+/** Whether these bytes are a JSON object's text as canonical JSON writes it (no surrounding space). */
+function isObjectText(b: Uint8Array): boolean {
+  return b.byteLength >= 2 && b[0] === OPEN_BRACE && b[b.byteLength - 1] === CLOSE_BRACE;
 }
 
 export function toRecordSummary(row: RecordSummaryRow): RecordSummary {

@@ -5,7 +5,7 @@ import { CountedInsert } from './counted-insert.js';
 import type { ClickHouseDatabase } from './database.js';
 import { GroupCommit, type GroupCommitOptions } from './group-commit.js';
 import { existingIngestIdsSql, recordsPageSql } from './record-sql.js';
-import { toPendingRecord, toRecordSummary, type PendingRecord, type RecordRow, type RecordSummaryRow } from './record-rows.js';
+import { recordLines, RECORD_LINES_SETTINGS, toPendingRecord, toRecordSummary, type PendingRecord, type RecordSummaryRow } from './record-rows.js';
 import { pageOf, pageParams } from './values.js';
 
 /**
@@ -73,9 +73,9 @@ export class ClickHouseRecordStore implements RecordIndex {
       if (!unique.has(k)) unique.set(k, p);
     }
     const present = await this.#presentKeys([...unique.values()]);
-    const rows: RecordRow[] = [];
-    for (const [k, p] of unique) if (!present.has(k)) rows.push(p.row);
-    if (rows.length > 0) await this.#inserts.write(rows);
+    const rows: PendingRecord[] = [];
+    for (const [k, p] of unique) if (!present.has(k)) rows.push(p);
+    if (rows.length > 0) await this.#inserts.writeLines(recordLines(rows), rows.length, RECORD_LINES_SETTINGS);
     this.#duplicatesSkipped += pending.length - rows.length;
   }
 

@@ -10,6 +10,8 @@
 /** Values of `{name:Type}` placeholders. Int64 values may be numbers below 2^53. */
 export type SqlParamValue = string | number | bigint | boolean | null | readonly string[] | readonly number[];
 export type SqlParams = Readonly<Record<string, SqlParamValue>>;
+/** Engine settings of one insert (names are identifiers, values plain). */
+export type InsertSettings = Readonly<Record<string, string | number | boolean>>;
 
 export interface ExecOptions {
   /**
@@ -41,7 +43,7 @@ export interface SqlRunner {
   query<T>(sql: string, params?: SqlParams): Promise<T[]>;
   /** One INSERT of all rows in JSONEachRow; `table` is database-qualified. */
   insertJsonEachRow(table: string, rows: readonly object[]): Promise<void>;
-  /** One INSERT of rows already in JSONEachRow text (one JSON object per line). */
-  insertJsonLines(table: string, lines: Buffer): Promise<void>;
+  /** One INSERT of rows already in JSONEachRow text (one JSON object per line), with settings of its own. */
+  insertJsonLines(table: string, lines: Buffer, settings?: InsertSettings): Promise<void>;
   close(): Promise<void>;
 }

@@ -18,9 +18,15 @@ export function dateTime64Text(ms: number): string {
   if (!Number.isSafeInteger(ms) || ms < -2_208_988_800_000 || ms >= 10_413_792_000_000) {
     throw new DrisError('internal_error', 'timestamp outside the storable range');
   }
+  // The records of a bulk request share their acceptance time: its text is made once.
+  if (ms === lastDateTimeMs) return lastDateTimeText;
   const iso = new Date(ms).toISOString();
-  return `${iso.slice(0, 10)} ${iso.slice(11, 23)}`;
+  lastDateTimeText = `${iso.slice(0, 10)} ${iso.slice(11, 23)}`;
+  lastDateTimeMs = ms;
+  return lastDateTimeText;
 }
+let lastDateTimeMs = NaN;
+let lastDateTimeText = '';
 
 /**
  * Strictly increasing microseconds of this writer, as DateTime64(6) text: the replacement version

@@ -27,6 +27,13 @@ import { RETRY_AFTER_FULL_S, RETRY_AFTER_WRITE_S, storageError } from '../storag
  * keyed publish in the idempotency store (and, after a crash, from `notedMessages`).
  */
 
+/**
+ * Most messages held decoded for the consumers that have not read them yet: a consumer further
+ * behind decodes for itself. The records' payloads are views of the log's buffers, so what this
+ * holds is mostly the records' metadata.
+ */
+const DECODED_MESSAGES = 256;
+
 /** Most bytes of records in a message published with options. */
 const MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
 
@@ -70,6 +77,8 @@ export class EmbeddedQueue implements RecordQueue {
   /** Resolves once `ids` has been rebuilt from the log. */
   private readonly indexed: Promise<void>;
   readonly maxMessageBytes = MAX_MESSAGE_BYTES;
+  /** Messages decoded by one consumer and not yet taken by every other (`decoded`). */
+  private readonly decodedMessages = new Map<number, { readonly records: readonly AcceptedRecord[]; takers: number }>();
 
   private constructor(private readonly options: EmbeddedQueueOptions) {
     this.log$ = options.logger ?? componentLogger('embedded-queue');
@@ -274,9 +283,9 @@ export class EmbeddedQueue implements RecordQueue {
     for (const e of await this.log.read(state.nextRead, room)) {
       state.nextRead = e.seq + 1;
       if (e.seq <= state.ackFloor || state.acked.has(e.seq)) continue;
-      let records: AcceptedRecord[];
+      let records: readonly AcceptedRecord[];
       try {
-        records = decodeMessage(e.payload);
+        records = this.decoded(e.seq, e.payload);
       } catch (err) {
         // A frame that passed its checksum but is not a message cannot be retried into sense.
         await this.setAsideUndecodable(state, options.consumer, e.seq, e.payload, err);
@@ -287,6 +296,27 @@ export class EmbeddedQueue implements RecordQueue {
       out.push(this.delivery(state, e.seq, f, options.ackWaitMs, options.consumer));
     }
     return out;
+  }
+
+  /**
+   * The records of a message, decoded once for all consumers: each reads every message, and the
+   * records are never changed by one. A message stays here until every consumer has taken it, or
+   * is decoded again by a consumer that lags more than DECODED_MESSAGES messages behind.
+   */
+  private decoded(seq: number, payload: Buffer): readonly AcceptedRecord[] {
+    const hit = this.decodedMessages.get(seq);
+    if (hit !== undefined) {
+      hit.takers += 1;
+      if (hit.takers >= this.states.size) this.decodedMessages.delete(seq);
+      return hit.records;
+    }
+    const records = decodeMessage(payload);
+    if (this.states.size > 1) {
+      // The oldest goes first: a consumer that far behind (or one that is not running) decodes for itself.
+      if (this.decodedMessages.size >= DECODED_MESSAGES) this.decodedMessages.delete(this.decodedMessages.keys().next().value as number);
+      this.decodedMessages.set(seq, { records, takers: 1 });
+    }
+    return records;
   }
 
   /** A message that does not decode goes to the dead letters as it is; kept (not acked) if that fails. */

@@ -167,11 +167,36 @@ function decodeFrames(buf: Buffer, from: number): AcceptedRecord[] {
     if (payloadEnd > buf.length) throw new Error('truncated queue message');
     const meta: unknown = JSON.parse(buf.toString('utf8', at + 4, metaEnd));
     if (!isRecordMeta(meta)) throw new Error('queue message frame without an ingestId');
-    (meta as { payload?: string }).payload = buf.toString('utf8', metaEnd + 4, payloadEnd);
-    out.push(meta as AcceptedRecord);
+    out.push(withLazyPayload(meta as AcceptedRecord, buf.subarray(metaEnd + 4, payloadEnd)));
     at = payloadEnd;
   }
   return out;
+}
+
+/**
+ * The indexer stores the payload bytes as they are and the accumulator never reads them: decoding
+ * every payload to a string, in every consumer, was most of a delivery's cost. The bytes go on the
+ * record (hidden from enumeration) and `payload` is an enumerable getter that decodes them on each
+ * read, so spreads, JSON texts and comparisons of the record see the payload as before. The same
+ * property descriptors on every record keep them of one hidden class.
+ */
+/** Reused for every record (its value set for the call), so a decode allocates no descriptor. */
+const PAYLOAD_BYTES: PropertyDescriptor = { enumerable: false, writable: false, configurable: true, value: undefined };
+const LAZY_PAYLOAD: PropertyDescriptor = {
+  enumerable: true,
+  configurable: true,
+  get(this: AcceptedRecord): string {
+    const b = this.payloadBytes as Uint8Array;
+    return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8');
+  },
+};
+
+function withLazyPayload(meta: AcceptedRecord, bytes: Buffer): AcceptedRecord {
+  PAYLOAD_BYTES.value = bytes;
+  Object.defineProperty(meta, 'payloadBytes', PAYLOAD_BYTES);
+  PAYLOAD_BYTES.value = undefined;
+  Object.defineProperty(meta, 'payload', LAZY_PAYLOAD);
+  return meta;
 }
 
 function decodeLegacy(buf: Buffer): AcceptedRecord[] {

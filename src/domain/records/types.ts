@@ -126,6 +126,12 @@ export interface AcceptedRecord extends RecordEnvelope {
   payload: string;
   idempotencyKey: string | null;
   correlationId: string;
+  /**
+   * The UTF-8 bytes of `payload`, when the queue kept them: a record read from a queue message
+   * carries its payload as these bytes and decodes `payload` only when it is read, since most
+   * consumers never read it. Not enumerable, so a copy or a JSON text of the record is as before.
+   */
+  readonly payloadBytes?: Uint8Array;
 }
 
 /**
