@@ -10,7 +10,7 @@ export const MAX_BULK_ITEMS = 1000;
 export interface BulkDeps {
   readonly queue: RecordQueue;
   readonly claims: RequestClaims;
-  readonly build: (candidates: readonly Candidate[]) => Promise<OutgoingRecord[]>;
+  readonly build: (candidates: readonly Candidate[]) => OutgoingRecord[] | Promise<OutgoingRecord[]>;
   readonly idemKey: (tenantId: string, key: string) => string;
   /** The request's own key (Idempotency-Key header) and the fingerprint of its body. */
   readonly request: { readonly key: string; readonly fingerprint: string } | null;
@@ -29,10 +29,13 @@ interface Message {
 
 type Published = { readonly ok: true; readonly result: PublishResult } | { readonly ok: false; readonly err: DrisError };
 
-/** A bulk item's answer: the record's own 202 answer (`answerOf`), placed at its index. */
-function itemOf(index: number, answer: IngestRecordResponse, replayed: boolean): BulkItemAccepted {
-  const { hashScheme: _scheme, idempotencyReplayed: _replayed, ...fields } = answer;
-  return { index, ...fields, idempotencyReplayed: replayed };
+/**
+ * A bulk item's answer: the members of the record's own 202 answer (`answerOf`) but its scheme,
+ * placed at its index. Written out member by member: a rest and a spread per item showed in
+ * profiles of 1000-record requests.
+ */
+function itemOf(index: number, a: Omit<IngestRecordResponse, 'idempotencyReplayed' | 'hashScheme'>, replayed: boolean): BulkItemAccepted {
+  return { index, recordId: a.recordId, recordHash: a.recordHash, tenantId: a.tenantId, acceptedAt: a.acceptedAt, payloadHash: a.payloadHash, salt: a.salt, ingestId: a.ingestId, idempotencyReplayed: replayed };
 }
 
 /**
@@ -159,9 +162,9 @@ export class BulkIngestion {
     if (!result.duplicate) {
       for (const [k, c] of m.cands.entries()) {
         const record = m.records[k] as OutgoingRecord;
-        const answer = answerOf(record);
-        this.accepted.set(c.index, itemOf(c.index, answer, false));
-        if (m.itemKey !== null) await this.completeItem(m.itemKey, record, answer);
+        // The record carries every member of its answer.
+        this.accepted.set(c.index, itemOf(c.index, record, false));
+        if (m.itemKey !== null) await this.completeItem(m.itemKey, record, answerOf(record));
       }
       return;
     }

@@ -5,7 +5,7 @@ import { DrisError, type FieldError } from '../errors/dris-error.js';
 import type { BodyShape, PreparedBody, PreparedPayload } from '../domain/hashing/port.js';
 import type { IdempotencyStore } from '../domain/limits/ports.js';
 import type { RecordQueue } from '../domain/records/ports.js';
-import { envelopeOf, HASH_SCHEME, type OutgoingRecord, type BulkIngestResponse, type IngestRecordResponse, type RecordEnvelope } from '../domain/records/types.js';
+import { HASH_SCHEME, type OutgoingRecord, type BulkIngestResponse, type IngestRecordResponse, type RecordEnvelope } from '../domain/records/types.js';
 import { newIngestId } from '../domain/records/ids.js';
 import { assertTenant, type Principal } from './authenticator.js';
 import { validateBulkEnvelope, validateIngestRecord } from './validators.js';
@@ -16,8 +16,10 @@ import { NO_EVENTS, type EventPublisher } from './events.js';
 
 /** What ingestion needs of the hashing engine (HashingService implements it). */
 export interface RecordHasher {
-  prepareBody(body: Uint8Array, shape: BodyShape): Promise<PreparedBody>;
-  recordHashes(envelopes: readonly RecordEnvelope[]): Promise<string[]>;
+  /** A value, not a promise, when the work was done inline: the caller then waits for nothing. */
+  prepareBody(body: Uint8Array, shape: BodyShape): PreparedBody | Promise<PreparedBody>;
+  /** Reads the envelope members of each item only (a record may stand for its envelope). */
+  recordHashes(envelopes: readonly RecordEnvelope[]): string[] | Promise<string[]>;
 }
 
 export type { IngestOutcome };
@@ -94,10 +96,12 @@ export class IngestService {
     prefix: string,
   ): { ok: true; candidate: Candidate } | { ok: false; error: DrisError; recordId: string | null } {
     const recordId = typeof value === 'object' && value !== null && typeof (value as { recordId?: unknown }).recordId === 'string' ? (value as { recordId: string }).recordId : null;
-    const fields: FieldError[] = [...payloadErrors];
     const checked = validateIngestRecord(value, prefix);
-    if (!checked.ok) fields.push(...checked.errors.filter((f) => !payloadErrors.some((p) => p.path.startsWith(f.path))));
-    if (fields.length > 0 || !checked.ok) return { ok: false, error: new DrisError('validation_failed', 'the record is invalid', { fields }), recordId };
+    if (!checked.ok || payloadErrors.length > 0) {
+      const fields: FieldError[] = [...payloadErrors];
+      if (!checked.ok) fields.push(...checked.errors.filter((f) => !payloadErrors.some((p) => p.path.startsWith(f.path))));
+      return { ok: false, error: new DrisError('validation_failed', 'the record is invalid', { fields }), recordId };
+    }
     const req = checked.value;
     if (!principal.tenants.has(req.tenantId)) {
       return { ok: false, error: new DrisError('forbidden_tenant', 'the API key may not act for this tenant'), recordId };
@@ -123,10 +127,7 @@ export class IngestService {
       recordPayload: req.recordPayload,
       sourceTimestamp: req.sourceTimestamp ?? null,
     };
-    let memo: string | undefined;
-    // The same function as for a stored record: a duplicate found in the queue is compared with it.
-    const fingerprint = (): string => (memo ??= recordFingerprint({ ...norm, payloadHash: payload.payloadHash }));
-    return { ok: true, candidate: { index, req: norm, payload, idempotencyKey: req.idempotencyKey ?? null, fingerprint } };
+    return { ok: true, candidate: new ValidCandidate(index, norm, payload, req.idempotencyKey ?? null) };
   }
 
   /** One event per request: nothing is allocated when nobody listens. */
@@ -142,32 +143,46 @@ export class IngestService {
     return new RequestClaims(this.deps.idempotency, { leaseMs: this.leaseMs, waitMs: this.waitMs, ttlMs: this.deps.idempotencyTtlMs, ...(this.deps.logger === undefined ? {} : { logger: this.deps.logger }) });
   }
 
-  /** The records of these candidates, hashed, with their salts, ids and acceptance time. */
-  private async build(principal: Principal, candidates: readonly Candidate[], correlationId: string): Promise<OutgoingRecord[]> {
+  /**
+   * The records of these candidates, hashed, with their salts, ids and acceptance time. Each
+   * record is one object written out member by member (it stands for its own envelope when
+   * hashed); without a promise when the hasher answered inline.
+   */
+  private build(principal: Principal, candidates: readonly Candidate[], correlationId: string, key?: string): OutgoingRecord[] | Promise<OutgoingRecord[]> {
     const acceptedAtMs = this.now();
     const acceptedAt = new Date(acceptedAtMs).toISOString();
-    const envelopes: RecordEnvelope[] = candidates.map((c) => envelopeOf({ ...c.req, hashScheme: HASH_SCHEME, payloadHash: c.payload.payloadHash, salt: randomHex(16) }));
-    const hashes = await this.deps.hasher.recordHashes(envelopes);
-    const records = new Array<OutgoingRecord>(envelopes.length);
-    for (let i = 0; i < envelopes.length; i++) {
+    const records = new Array<OutgoingRecord>(candidates.length);
+    for (let i = 0; i < candidates.length; i++) {
       const c = candidates[i] as Candidate;
+      const r = c.req;
       records[i] = {
-        ...(envelopes[i] as RecordEnvelope),
+        hashScheme: HASH_SCHEME,
+        tenantId: r.tenantId,
+        database: r.database,
+        collection: r.collection,
+        recordId: r.recordId,
+        recordVersion: r.recordVersion,
+        operationType: r.operationType,
+        sourceTimestamp: r.sourceTimestamp,
+        payloadHash: c.payload.payloadHash,
+        salt: randomHex(16),
         ingestId: newIngestId(acceptedAtMs),
-        clientId: c.req.clientId,
+        clientId: r.clientId,
         keyId: principal.keyId,
-        recordHash: hashes[i] as string,
+        recordHash: '',
         acceptedAt,
         payloadBytes: c.payload.canonicalBytes ?? Buffer.from(c.payload.canonical, 'utf8'),
-        idempotencyKey: c.idempotencyKey,
+        idempotencyKey: key ?? c.idempotencyKey,
         correlationId,
       };
     }
-    return records;
+    const hashes = this.deps.hasher.recordHashes(records);
+    return hashes instanceof Promise ? hashes.then((h) => withHashes(records, h)) : withHashes(records, hashes);
   }
 
   async ingestOne(principal: Principal, body: Uint8Array, headerKey: string | undefined, correlationId: string): Promise<IngestOutcome<IngestRecordResponse>> {
-    const prepared = await this.deps.hasher.prepareBody(body, 'single');
+    const preparing = this.deps.hasher.prepareBody(body, 'single');
+    const prepared = preparing instanceof Promise ? await preparing : preparing;
     // The envelope, not the value: payload objects stay in the backend until they are stored.
     const envelope = prepared.envelope;
     if (envelope === undefined) throw syntaxError(prepared);
@@ -181,7 +196,8 @@ export class IngestService {
     }
     const idem = headerKey ?? cand.idempotencyKey;
     if (idem === null) {
-      const [rec] = (await this.build(principal, [cand], correlationId)) as [OutgoingRecord];
+      const building = this.build(principal, [cand], correlationId);
+      const [rec] = (building instanceof Promise ? await building : building) as [OutgoingRecord];
       await this.deps.queue.publish([rec]);
       this.accepted(rec.tenantId, 1, 0);
       return { outcome: 'accepted', body: answerOf(rec) };
@@ -196,7 +212,7 @@ export class IngestService {
         return { outcome: 'accepted', body: { ...(JSON.parse(claimed.body) as IngestRecordResponse), idempotencyReplayed: true } };
       }
       if (claimed.kind !== 'owned') throw claimError(claimed.kind);
-      const [rec] = (await this.build(principal, [{ ...cand, idempotencyKey: idem }], correlationId)) as [OutgoingRecord];
+      const [rec] = (await this.build(principal, [cand], correlationId, idem)) as [OutgoingRecord];
       // Under the key's own message id: a retry of this request, whatever happened to this one,
       // finds this record instead of storing a second.
       const published = await this.deps.queue.publish([rec], { msgId: messageIdOf(key), note: noteText({ k: key }) });
@@ -216,7 +232,8 @@ export class IngestService {
   async ingestBulk(principal: Principal, body: Uint8Array, headerKey: string | undefined, correlationId: string): Promise<IngestOutcome<BulkIngestResponse>> {
     // Taken before hashing: a pooled hasher transfers the body to a worker, detaching it here.
     const bodyFingerprint = headerKey === undefined ? '' : createHash('sha256').update(body).digest('hex');
-    const prepared = await this.deps.hasher.prepareBody(body, 'bulk');
+    const preparing = this.deps.hasher.prepareBody(body, 'bulk');
+    const prepared = preparing instanceof Promise ? await preparing : preparing;
     const envelope = prepared.envelope;
     if (envelope === undefined) throw syntaxError(prepared);
     const shape = validateBulkEnvelope(envelope, MAX_BULK_ITEMS);
@@ -249,10 +266,12 @@ export class IngestService {
         arrayName,
       });
       for (let i = 0; i < items.length; i++) {
-        let value = items[i];
+        const value = items[i];
         // Form A names the tenant once; its records inherit it and may not name another.
+        // The item is this request's own parse of the body: given the member in place rather
+        // than copied (every item takes the same shape transition).
         if (form === 'A' && typeof value === 'object' && value !== null && !Array.isArray(value) && !('tenantId' in value)) {
-          value = { ...value, tenantId };
+          (value as { tenantId?: unknown }).tenantId = tenantId;
         }
         const c = this.candidate(principal, value, prepared.payloads[i], itemViolations.get(i) ?? [], i, `${arrayName}[${i}].`);
         if (!c.ok) bulk.reject(i, c.recordId, c.error);
@@ -273,6 +292,31 @@ export class IngestService {
     } finally {
       await claims.end();
     }
+  }
+}
+
+function withHashes(records: OutgoingRecord[], hashes: readonly string[]): OutgoingRecord[] {
+  for (let i = 0; i < records.length; i++) (records[i] as { recordHash: string }).recordHash = hashes[i] as string;
+  return records;
+}
+
+/**
+ * A validated item. A class rather than a literal with a closure: the fingerprint, needed only
+ * for records with a key, is memoised on the instance, and a bulk request makes a thousand.
+ */
+class ValidCandidate implements Candidate {
+  private memo: string | undefined;
+
+  constructor(
+    readonly index: number,
+    readonly req: Candidate['req'],
+    readonly payload: PreparedPayload,
+    readonly idempotencyKey: string | null,
+  ) {}
+
+  /** The same function as for a stored record: a duplicate found in the queue is compared with it. */
+  fingerprint(): string {
+    return (this.memo ??= recordFingerprint({ ...this.req, payloadHash: this.payload.payloadHash }));
   }
 }
 

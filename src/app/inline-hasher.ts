@@ -6,11 +6,11 @@ import type { RecordHasher } from './ingest-service.js';
 export class InlineHasher implements RecordHasher {
   constructor(readonly backend: HashingBackend) {}
 
-  prepareBody(body: Uint8Array, shape: BodyShape): Promise<PreparedBody> {
-    return Promise.resolve(this.backend.prepareBody(body, shape));
+  prepareBody(body: Uint8Array, shape: BodyShape): PreparedBody {
+    return this.backend.prepareBody(body, shape);
   }
 
-  recordHashes(envelopes: readonly RecordEnvelope[]): Promise<string[]> {
-    return Promise.resolve(this.backend.recordHashes(envelopes));
+  recordHashes(envelopes: readonly RecordEnvelope[]): string[] {
+    return this.backend.recordHashes(envelopes);
   }
 }

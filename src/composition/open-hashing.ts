@@ -32,5 +32,6 @@ export async function openHashing(cfg: Config, closers: Closers, log: Logger): P
   if (cfg.hashThreads === 0 || !cfg.roles.includes('api')) return { backend, tried, hasher: new InlineHasher(backend) };
   const pool = new HashPool({ backend: backend.name, threads: cfg.hashThreads, maxQueue: cfg.hashMaxQueue, ...(cfg.nativeAddon === undefined ? {} : { nativeAddon: cfg.nativeAddon }) });
   closers.add(() => pool.close());
-  return { backend, tried, hasher: new HashingService({ backend, pool }) };
+  const service = new HashingService({ backend, pool });
+  return { backend, tried, hasher: { prepareBody: (body, shape) => service.prepareBodyNow(body, shape), recordHashes: (envelopes) => service.recordHashesNow(envelopes) } };
 }

@@ -197,56 +197,43 @@ export class UwsHttpServer {
     // socket paused while an unknown key is looked up).
     if (hasBody) state.reader = new BodyReader(res, maxBody, this.budget, this.deadlines);
 
-    const run = async (): Promise<Answer> => {
-      let principal: Principal | null = null;
-      if (route.auth === 'apiKey') {
-        const outcome = this.authorizeNow(headers.apiKey) ?? (await this.authorizePaused(res, state, headers.apiKey, remoteAddress));
-        Object.assign(base.headers, outcome.headers);
-        if (outcome.error !== null) throw outcome.error;
-        principal = outcome.principal;
-      } else if (route.auth === 'admin') {
-        if (this.options.adminAuth === undefined) throw new DrisError('admin_unauthorized', 'administration needs the admin token');
-        this.options.adminAuth.check(headers.authorization, remoteAddress());
-      }
-      let payload: Buffer = Buffer.alloc(0);
-      if (method === 'POST' || method === 'PUT' || method === 'PATCH') {
-        // A request without a body has no media type to refuse: a route that needs a body refuses its absence itself.
-        if (hasBody && maxBody > 0 && !isJson(headers.contentType)) throw new DrisError('unsupported_media_type', 'the body must be application/json');
-        if (state.reader !== null) {
-          const read = await state.reader.result;
-          if (typeof read === 'string') throw bodyError(read, maxBody);
-          payload = read;
+    // One async function for the whole request (no then/finally chain: fewer promises and closures per request).
+    const run = async (): Promise<void> => {
+      let answer: Answer;
+      try {
+        let principal: Principal | null = null;
+        if (route.auth === 'apiKey') {
+          const outcome = this.authorizeNow(headers.apiKey) ?? (await this.authorizePaused(res, state, headers.apiKey, remoteAddress));
+          Object.assign(base.headers, outcome.headers);
+          if (outcome.error !== null) throw outcome.error;
+          principal = outcome.principal;
+        } else if (route.auth === 'admin') {
+          if (this.options.adminAuth === undefined) throw new DrisError('admin_unauthorized', 'administration needs the admin token');
+          this.options.adminAuth.check(headers.authorization, remoteAddress());
         }
-      }
-      state.bodyPending = state.reader !== null && !state.reader.complete;
-      let query: URLSearchParams | undefined;
-      const ctx: RequestContext = {
-        method,
-        path,
-        params: match.params,
-        get query(): URLSearchParams {
-          return (query ??= new URLSearchParams(rawQuery));
-        },
-        headers,
-        body: payload,
-        correlationId,
-        get remoteAddress(): string {
-          return remoteAddress();
-        },
-        principal,
-      };
-      return this.toAnswer(await route.handle(ctx));
-    };
-
-    run()
-      .then(
-        (answer) => this.answers.write(res, state, base, answer),
-        (err: unknown) => this.answers.error(res, state, base, err),
-      )
-      .finally(() => {
+        let payload: Buffer = EMPTY_BODY;
+        if (method === 'POST' || method === 'PUT' || method === 'PATCH') {
+          // A request without a body has no media type to refuse: a route that needs a body refuses its absence itself.
+          if (hasBody && maxBody > 0 && !isJson(headers.contentType)) throw new DrisError('unsupported_media_type', 'the body must be application/json');
+          if (state.reader !== null) {
+            const read = await state.reader.result;
+            if (typeof read === 'string') throw bodyError(read, maxBody);
+            payload = read;
+          }
+        }
+        state.bodyPending = state.reader !== null && !state.reader.complete;
+        const ctx = new UwsRequestContext(method, path, match.params, rawQuery, headers, payload, correlationId, remoteAddress, principal);
+        answer = this.toAnswer(await route.handle(ctx));
+      } catch (err) {
+        this.answers.error(res, state, base, err);
+        return;
+      } finally {
         this.inFlight -= 1;
         state.reader?.release();
-      });
+      }
+      this.answers.write(res, state, base, answer);
+    };
+    void run();
   }
 
   /**
@@ -326,6 +313,33 @@ export class UwsHttpServer {
 }
 
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+/** The body of a request without one (never written to: it has no bytes). */
+const EMPTY_BODY = Buffer.alloc(0);
+
+/** The request as routes see it; the query and the remote address are read only when asked for. */
+class UwsRequestContext implements RequestContext {
+  private parsedQuery: URLSearchParams | undefined;
+
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly params: Readonly<Record<string, string>>,
+    private readonly rawQuery: string,
+    readonly headers: RequestHeaders,
+    readonly body: Buffer,
+    readonly correlationId: string,
+    private readonly remote: () => string,
+    readonly principal: Principal | null,
+  ) {}
+
+  get query(): URLSearchParams {
+    return (this.parsedQuery ??= new URLSearchParams(this.rawQuery));
+  }
+
+  get remoteAddress(): string {
+    return this.remote();
+  }
+}
 
 function bodyError(kind: BodyFailure, maxBody: number): DrisError {
   switch (kind) {

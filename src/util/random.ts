@@ -9,6 +9,20 @@ const POOL_BYTES = 8192;
 const pool = Buffer.allocUnsafeSlow(POOL_BYTES);
 let at = POOL_BYTES;
 
+/**
+ * Where `n` fresh random bytes start in `randomPool()`; valid until the next call of this module
+ * (the allocation-free form of withRandomBytes, for per-record paths).
+ */
+export function reserveRandom(n: number): number {
+  if (n > POOL_BYTES) throw new RangeError(`at most ${POOL_BYTES} random bytes at once`);
+  return reserve(n);
+}
+
+/** The pool `reserveRandom` offsets point into. */
+export function randomPool(): Uint8Array {
+  return pool;
+}
+
 function reserve(n: number): number {
   if (at + n > POOL_BYTES) {
     randomFillSync(pool);

@@ -92,3 +92,21 @@ void t.test('a labelled message carries its id and note before the same frames',
   t.throws(() => encodeRecords(records, { id: 'x'.repeat(70_000), note: '' }), /too long/);
   t.end();
 });
+
+void t.test('a frame\'s metadata is the text JSON.stringify writes, escapes included', (t) => {
+  const odd = ['plain', 'quote " and \\ backslash', 'line\nbreak\ttab\u0001', 'sep \u2028 \u2029', 'lone \ud800 surrogate', 'pair 😀', 'ü é', ''];
+  for (const s of odd) {
+    const r = queued({ ...rec(1, '{}'), recordId: s, tenantId: s, correlationId: s, idempotencyKey: s, sourceTimestamp: s });
+    const frame = encodeFrame(r);
+    const metaLength = frame.readUInt32LE(0);
+    const { payloadBytes: _bytes, ...meta } = r;
+    const want = JSON.stringify({
+      ingestId: meta.ingestId, clientId: meta.clientId, keyId: meta.keyId, hashScheme: meta.hashScheme, tenantId: meta.tenantId, database: meta.database,
+      collection: meta.collection, recordId: meta.recordId, recordVersion: meta.recordVersion, operationType: meta.operationType, sourceTimestamp: meta.sourceTimestamp,
+      payloadHash: meta.payloadHash, salt: meta.salt, recordHash: meta.recordHash, acceptedAt: meta.acceptedAt, idempotencyKey: meta.idempotencyKey, correlationId: meta.correlationId,
+    });
+    t.equal(frame.toString('utf8', 4, 4 + metaLength), want, JSON.stringify(s));
+    t.same(decodeMessage(encodeMessage([frame])), [consumed(r)], `${JSON.stringify(s)} decodes back`);
+  }
+  t.end();
+});

@@ -91,6 +91,21 @@ export class HashingService {
     return this.pool.prepareBody(body, shape);
   }
 
+  /**
+   * prepareBody answered without a promise when the body is hashed inline: what ingestion calls,
+   * so a small body costs no turn of the event loop.
+   */
+  prepareBodyNow(body: Uint8Array, shape: BodyShape): PreparedBody | Promise<PreparedBody> {
+    if (this.pool === undefined || body.byteLength < this.inlineThresholdBytes) return this.backend.prepareBody(body, shape);
+    return this.pool.prepareBody(body, shape);
+  }
+
+  /** recordHashes answered without a promise when the envelopes are hashed inline. */
+  recordHashesNow(envelopes: readonly RecordEnvelope[]): string[] | Promise<string[]> {
+    if (this.pool === undefined || envelopes.length < this.poolMinEnvelopes) return this.backend.recordHashes(envelopes);
+    return this.pool.recordHashes(envelopes);
+  }
+
   async recordHashes(envelopes: readonly RecordEnvelope[]): Promise<string[]> {
     if (this.pool === undefined || envelopes.length < this.poolMinEnvelopes) return this.backend.recordHashes(envelopes);
     return this.pool.recordHashes(envelopes);
