@@ -31,6 +31,22 @@ export class Reader {
     return n;
   }
 
+  /** A decimal number (not only an integer), e.g. a fraction. */
+  num(name: string, def: number, min: number, max: number): number {
+    const raw = this.str(name);
+    if (raw === undefined) return def;
+    if (!/^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(raw)) {
+      this.problems.push({ path: name, code: 'not_a_number', message: `must be a number, got ${JSON.stringify(raw)}` });
+      return def;
+    }
+    const n = Number(raw);
+    if (n < min || n > max) {
+      this.problems.push({ path: name, code: 'out_of_range', message: `must be between ${min} and ${max}` });
+      return def;
+    }
+    return n;
+  }
+
   bool(name: string, def: boolean): boolean {
     const raw = this.str(name);
     if (raw === undefined) return def;

@@ -357,6 +357,17 @@ export class EthersChain implements Chain {
     return { ...fields, blockTimestamp: timestampSec, chainId: this.rt.chainId, contractAddress: this.contractAddress, merkleRoot };
   }
 
+  async headTimestampMs(): Promise<number> {
+    this.assertOpen();
+    try {
+      const block = await withTimeout(this.rt.provider.getBlock('latest'), this.options.checkTimeoutMs ?? 2_000, 'latest block');
+      if (block === null) throw new DrisError('dependency_unavailable', 'the node has no latest block');
+      return block.timestamp * 1000;
+    } catch (err) {
+      throw translateChainError(err, 'latest block');
+    }
+  }
+
   async check(): Promise<void> {
     this.assertOpen();
     try {

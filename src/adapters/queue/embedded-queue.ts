@@ -179,9 +179,7 @@ export class EmbeddedQueue implements RecordQueue {
   private checkBudget(): void {
     const max = this.options.maxBytes ?? 0;
     if (max <= 0) return;
-    let floor = Infinity;
-    for (const s of this.states.values()) floor = Math.min(floor, s.ackFloor);
-    const pending = this.log.bytesFrom(Number.isFinite(floor) ? floor + 1 : this.log.firstSeq);
+    const pending = this.pendingBytes();
     if (pending >= max) throw storageError('storage_full', `the queue holds ${pending} bytes not yet processed (limit ${max}); retry later`, RETRY_AFTER_FULL_S);
   }
 
@@ -352,6 +350,24 @@ export class EmbeddedQueue implements RecordQueue {
     // Ids of the messages that left with their segment; a whole segment went, so this is rare.
     const floor = this.log.firstSeq;
     for (const [id, seq] of this.ids) if (seq < floor) this.ids.delete(id);
+  }
+
+  /** Messages after the consumer's ack floor (some above it may be acked already: out-of-order acks). */
+  consumerLag(consumer: string): Promise<number> {
+    const s = this.states.get(consumer);
+    if (s === undefined) return Promise.reject(new DrisError('not_found', `no consumer ${JSON.stringify(consumer)} of the embedded queue`));
+    return Promise.resolve(Math.max(0, this.log.lastSeq - s.ackFloor));
+  }
+
+  /** Bytes not yet processed by every consumer, and the budget they are held to (0: none). */
+  budget(): { bytes: number; maxBytes: number } {
+    return { bytes: this.pendingBytes(), maxBytes: this.options.maxBytes ?? 0 };
+  }
+
+  private pendingBytes(): number {
+    let floor = Infinity;
+    for (const s of this.states.values()) floor = Math.min(floor, s.ackFloor);
+    return this.log.bytesFrom(Number.isFinite(floor) ? floor + 1 : this.log.firstSeq);
   }
 
   /** Highest durable position and each consumer's floor: for health and tests. */
