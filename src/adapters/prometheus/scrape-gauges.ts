@@ -45,25 +45,40 @@ type Gauges = Gauge<string>;
 
 /**
  * A gauge whose values `fill` sets at each scrape from what `read` resolves; a failed or late read
- * (or null) leaves the gauge empty for this scrape.
+ * (or null) leaves the series out of this scrape. prom-client's collect() cannot do that for a
+ * gauge without labels (a reset one reads 0), hence get() itself.
  */
+class ScrapeGauge<T> extends Gauge<string> {
+  readonly #metric: string;
+
+  constructor(
+    registry: Registry,
+    private readonly log: Logger,
+    spec: { readonly name: string; readonly help: string; readonly labelNames?: string[] },
+    private readonly read: () => Promise<T | null> | T | null,
+    private readonly fill: (g: Gauges, value: T) => void,
+  ) {
+    super({ name: spec.name, help: spec.help, labelNames: spec.labelNames ?? [], registers: [registry] });
+    this.#metric = spec.name;
+  }
+
+  override async get(): ReturnType<Gauges['get']> {
+    let value: T | null;
+    try {
+      value = await within(Promise.resolve(this.read()), READING_DEADLINE_MS);
+    } catch (err) {
+      this.log.debug({ err, metric: this.#metric }, 'a metrics reading failed; its series is left out of this scrape');
+      value = null;
+    }
+    this.reset();
+    if (value === null) return { ...(await super.get()), values: [] };
+    this.fill(this, value);
+    return super.get();
+  }
+}
+
 function scrapeGauge<T>(registry: Registry, log: Logger, spec: { name: string; help: string; labelNames?: string[] }, read: () => Promise<T | null> | T | null, fill: (g: Gauges, value: T) => void): void {
-  new Gauge({
-    ...spec,
-    labelNames: spec.labelNames ?? [],
-    registers: [registry],
-    async collect() {
-      let value: T | null;
-      try {
-        value = await within(Promise.resolve(read()), READING_DEADLINE_MS);
-      } catch (err) {
-        log.debug({ err, metric: spec.name }, 'a metrics reading failed; its series is left out of this scrape');
-        value = null;
-      }
-      this.reset();
-      if (value !== null) fill(this, value);
-    },
-  });
+  new ScrapeGauge(registry, log, spec, read, fill);
 }
 
 /** Registers the gauge of every reading `r` provides. */
