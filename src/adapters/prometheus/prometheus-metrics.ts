@@ -57,7 +57,7 @@ export class PrometheusMetrics implements PipelineMetrics {
     // same gauges by type (nodejs_active_handles, ...), which stay.
     for (const name of GAUGES_NAMED_TOTAL) this.registry.removeSingleMetric(name);
     this.#buildInfo = new Gauge({ name: 'dris_build_info', help: 'What runs: version, roles and hashing backend (always 1).', labelNames: ['version', 'roles', 'hash_backend'], registers });
-    this.#queryDuration = new Histogram({ name: 'dris_index_query_duration_seconds', help: 'Hot index query latency, by query, seconds.', labelNames: ['query'], buckets: LATENCY_BUCKETS, registers });
+    this.#queryDuration = new Histogram({ name: 'dris_index_query_duration_seconds', help: 'Hot index query latency, by query, seconds.', labelNames: ['query'], buckets: [...LATENCY_BUCKETS], registers });
     this.http = roles.includes('api') ? new HttpSeries(this.registry) : null;
     if (roles.includes('api')) {
       const accepted = new Counter({ name: 'dris_records_accepted_total', help: 'Records answered 202 (stored by the request), by kind.', labelNames: ['kind'], registers });
