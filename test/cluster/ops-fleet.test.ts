@@ -7,16 +7,18 @@ import { parseExposition } from '../harness/prom-text.js';
 import { eventually, repoRoot } from '../harness/service.js';
 
 /**
- * Every process of a small fleet (one api, one indexer, one anchorer) serves its ops port: ready,
+ * Every process of a small fleet (one api, one indexer, two anchorers) serves its ops port: ready,
  * its role's series and no other role's, and an exposition `promtool check metrics` accepts (the
  * deployment's check-metrics.sh on every role's live /metrics). HAProxy found the api process UP
- * through its /readyz.
+ * through its /readyz. A leader stopped with SIGTERM releases its lease: the other anchorer leads
+ * long before the lease (a minute here) could have lapsed.
  */
 
 let fleet: Fleet;
+const LEASE_MS = 60_000;
 
 t.before(async () => {
-  fleet = await startFleet({ apis: 1, indexers: 1, anchorers: 1 });
+  fleet = await startFleet({ apis: 1, indexers: 1, anchorers: 2, env: { DRIS_LEADER_LEASE_MS: String(LEASE_MS) } });
 });
 t.teardown(() => fleet.stop());
 
@@ -28,7 +30,7 @@ const EXPECTED: Record<string, { has: string[]; lacks: string[] }> = {
 };
 
 void t.test('every process is ready and serves the metrics of its role', async (t) => {
-  t.equal(fleet.processes.length, 3);
+  t.equal(fleet.processes.length, 4);
   for (const p of fleet.processes) {
     const ops = p.handle.opsUrl;
     t.equal(String(p.handle.opsPort), p.env['DRIS_OPS_PORT'], `${p.name}: the ops port the fleet gave it`);
@@ -47,14 +49,37 @@ void t.test('every process is ready and serves the metrics of its role', async (
     for (const name of want.has) t.ok(x.types.has(name), `${p.name} serves ${name}`);
     for (const name of want.lacks) t.notOk(x.types.has(name), `${p.name} does not serve ${name}`);
   }
-  const anchorer = fleet.byRole('anchorer')[0];
-  if (anchorer === undefined) throw new Error('no anchorer');
-  const leading = await eventually(async () => {
-    const x = parseExposition(await (await fetch(`${anchorer.handle.opsUrl}/metrics`)).text());
-    return x.value('dris_leader') === 1 ? x : undefined;
-  }, 30_000, 250);
-  t.ok((leading.value('dris_leader_epoch') ?? 0) >= 1, 'the only anchorer leads, with its epoch');
+  const leader = await leaderByMetrics();
+  t.ok(leader.epoch >= 1, `one anchorer leads (${leader.name}), with its epoch`);
   t.same([...(await fleet.lb.serverStatus()).values()], ['UP'], "HAProxy checks the api process's /readyz and finds it UP");
+});
+
+/** The one anchorer whose dris_leader is 1, polled until there is exactly one. */
+async function leaderByMetrics(timeoutMs = 30_000): Promise<{ name: string; epoch: number }> {
+  return eventually(async () => {
+    const leading: { name: string; epoch: number }[] = [];
+    for (const p of fleet.byRole('anchorer').filter((a) => a.running)) {
+      const x = parseExposition(await (await fetch(`${p.handle.opsUrl}/metrics`)).text());
+      if (x.value('dris_leader') === 1) leading.push({ name: p.name, epoch: x.value('dris_leader_epoch') ?? 0 });
+    }
+    return leading.length === 1 ? leading[0] : undefined;
+  }, timeoutMs, 250);
+}
+
+void t.test('SIGTERM to the leader: it exits 0 and its lease is released, so the other anchorer leads at once', async (t) => {
+  const before = await leaderByMetrics();
+  const leader = fleet.byRole('anchorer').find((p) => p.name === before.name);
+  if (leader === undefined) throw new Error('the leader is gone');
+  const handle = leader.handle;
+  const stoppedAt = Date.now();
+  await leader.stop(LEASE_MS);
+  t.same(await handle.exited, { code: 0, signal: null }, 'a graceful exit');
+  // Campaigns run every fifth of the lease (12 s here): well within the lease, not after it.
+  const after = await leaderByMetrics(LEASE_MS / 2);
+  t.not(after.name, before.name);
+  t.ok(after.epoch > before.epoch, 'a new term');
+  t.ok(Date.now() - stoppedAt < LEASE_MS, 'taken over before the released lease could have lapsed');
+  await leader.start();
 });
 
 void t.test('promtool check metrics passes on every role', async (t) => {
