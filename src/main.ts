@@ -69,8 +69,8 @@ interface Wired {
 }
 
 /**
- * Wires the roles of `cfg.roles` in order: ops listener, storage, hashing, index, queue, indexer,
- * anchoring, api; readiness follows the probes once all are running.
+ * Wires the roles of `cfg.roles` in order: storage, hashing, index, queue, indexer, anchoring, api
+ * (the ops listener already answers); readiness follows the probes once all are running.
  */
 async function wire(cfg: Config, root: Logger, closers: Closers, markFailed: (err: DrisError) => void, ops: Ops): Promise<Wired> {
   const log = root.child({ component: 'main' });
