@@ -43,6 +43,8 @@ for s in "${suites[@]}"; do
   fi
   if [ "$s" = cluster ]; then
     ensure_haproxy >/dev/null || fail_setup "haproxy"
+    # ops-fleet checks every role's /metrics with promtool.
+    ensure_promtool >/dev/null || fail_setup "promtool"
   fi
   if [ "$s" = bench ]; then
     ensure_chromium >/dev/null || fail_setup "chromium"

@@ -12,9 +12,13 @@ import { guardDataDir } from './composition/guard-data-dir.js';
 import { openHashing } from './composition/open-hashing.js';
 import { openStorage } from './composition/open-index.js';
 import { openEventSeam } from './app/pipeline-stats.js';
+import { subscribeMetrics } from './app/metrics.js';
+import type { Readiness } from './app/readiness.js';
+import { openHealth } from './composition/open-health.js';
 import { openQueue } from './composition/open-queue.js';
 import { startAnchoring } from './composition/start-anchoring.js';
 import { startApi } from './composition/start-api.js';
+import { readingsOf, startOps, type Ops } from './composition/start-ops.js';
 
 /**
  * The composition root: the one place where adapters are chosen from configuration and wired to
@@ -31,11 +35,19 @@ export interface RunningService {
   readonly port: number | null;
   /** Bound port of the administration listener (api role only). */
   readonly adminPort: number | null;
+  /** Bound port of the ops listener (/metrics, /livez, /readyz), whatever the roles. */
+  readonly opsPort: number;
   /**
    * Settles with the first fatal storage fault (a log whose flush failed): the service already
    * refuses new records (503), and must stop and restart to recover from disk.
    */
   readonly failed: Promise<DrisError>;
+  /**
+   * The graceful stop (docs/operations.md, "Stopping"): not ready at once, the listeners stop
+   * accepting and answer what is in flight (for up to half of DRIS_SHUTDOWN_TIMEOUT_MS), then the
+   * leader steps down, consumers finish and ack, and everything closes. The caller bounds the
+   * whole by DRIS_SHUTDOWN_TIMEOUT_MS.
+   */
   close(): Promise<void>;
 }
 
@@ -51,8 +63,16 @@ export function packageVersion(): string {
   return '0.0.0';
 }
 
-/** Wires the roles of `cfg.roles` in order: storage, hashing, index, queue, indexer, anchoring, api. */
-async function wire(cfg: Config, root: Logger, closers: Closers, markFailed: (err: DrisError) => void): Promise<{ port: number | null; adminPort: number | null }> {
+interface Wired {
+  readonly port: number | null;
+  readonly adminPort: number | null;
+}
+
+/**
+ * Wires the roles of `cfg.roles` in order: storage, hashing, index, queue, indexer, anchoring, api
+ * (the ops listener already answers); readiness follows the probes once all are running.
+ */
+async function wire(cfg: Config, root: Logger, closers: Closers, markFailed: (err: DrisError) => void, ops: Ops): Promise<Wired> {
   const log = root.child({ component: 'main' });
   const startedAtMs = Date.now();
   const version = packageVersion();
@@ -62,10 +82,12 @@ async function wire(cfg: Config, root: Logger, closers: Closers, markFailed: (er
   log.info({ config: describeConfig(cfg), version }, 'starting');
   const guard = await guardDataDir(cfg, closers, markFailed, root);
   const hashing = await openHashing(cfg, closers, log);
+  ops.metrics.buildInfo(version, cfg.roles, hashing.backend.name);
   // Domain events (src/app/events.ts): created once, given to every use case.
   const { events, stats } = openEventSeam(root.child({ component: 'events' }));
   closers.add(() => events.close());
-  const { storage, adapter: indexAdapter } = await openStorage(cfg, root.child({ component: 'hot-index' }));
+  subscribeMetrics(events, ops.metrics);
+  const { storage, adapter: indexAdapter } = await openStorage(cfg, root.child({ component: 'hot-index' }), (query, seconds) => ops.metrics.indexQuery(query, seconds));
   closers.add(() => storage.close());
   await storage.database.migrate();
   const { queue, adapter: queueAdapter } = await openQueue(cfg, guard, root);
@@ -83,8 +105,20 @@ async function wire(cfg: Config, root: Logger, closers: Closers, markFailed: (er
   const store = storage.pipeline;
   const context = { cfg, root, closers, probes, queue, store, events };
   const anchoring = cfg.roles.includes('anchorer') ? await startAnchoring({ ...context, hashing: hashing.backend }) : null;
-  if (!cfg.roles.includes('api')) return { port: null, adminPort: null };
-  return startApi({ ...context, log, version, startedAtMs, hashing, storage, stats, anchoring });
+  const health = openHealth({ cfg, version, startedAtMs, hashing, probes, stats, chain: anchoring?.pipeline.chain.info() });
+  ops.metrics.readings(readingsOf({ cfg, queue, guard, store, events, anchoring }));
+  const listening = cfg.roles.includes('api') ? await startApi({ ...context, log, version, startedAtMs, hashing, storage, health, observer: ops.observer, anchoring }) : { port: null, adminPort: null };
+  ops.readiness.started(health);
+  return listening;
+}
+
+/** The graceful stop: readiness false at once, then the drains (half the bound), then every closer. */
+async function shutdown(cfg: Config, readiness: Readiness, closers: Closers, log: Logger): Promise<void> {
+  const startedAt = Date.now();
+  readiness.stopping();
+  log.info({ timeoutMs: cfg.ops.shutdownTimeoutMs }, 'stopping: not ready; draining');
+  await closers.closeAll(startedAt + Math.floor(cfg.ops.shutdownTimeoutMs / 2));
+  log.info({ ms: Date.now() - startedAt }, 'stopped');
 }
 
 export async function startService(cfg: Config): Promise<RunningService> {
@@ -93,16 +127,19 @@ export async function startService(cfg: Config): Promise<RunningService> {
   const root = rootLoggerOf(cfg);
   const configLog = root.child({ component: 'config' });
   for (const w of warnings) configLog.warn({ variable: w.path, code: w.code }, w.message);
-  const closers = new Closers(root.child({ component: 'main' }));
+  const log = root.child({ component: 'main' });
+  const closers = new Closers(log);
   let markFailed: (err: DrisError) => void = () => undefined;
   const failed = new Promise<DrisError>((resolve) => {
     markFailed = resolve;
   });
   try {
-    const { port, adminPort } = await wire(cfg, root, closers, (err) => markFailed(err));
+    const ops = await startOps(cfg, root, closers);
+    const { port, adminPort } = await wire(cfg, root, closers, (err) => markFailed(err), ops);
     // Every role is running: what a supervisor of a process without a listener waits for.
-    root.child({ component: 'main' }).info({ roles: cfg.roles }, 'started');
-    return { port, adminPort, failed, close: () => closers.closeAll() };
+    log.info({ roles: cfg.roles, opsPort: ops.port }, 'started');
+    let closing: Promise<void> | null = null;
+    return { port, adminPort, opsPort: ops.port, failed, close: () => (closing ??= shutdown(cfg, ops.readiness, closers, log)) };
   } catch (err) {
     await closers.closeAll();
     if (err instanceof DrisError) throw err;

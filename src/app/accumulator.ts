@@ -58,6 +58,8 @@ export class Accumulator {
   private readonly events: EventPublisher;
   /** Records accepted up to then may have been batched by an earlier run (or term). */
   private suspectBeforeMs = 0;
+  /** When the open batch's wait began (its first record, or the records a flush left over), ms. */
+  private openedAtMs = 0;
 
   constructor(
     private readonly queue: RecordQueue,
@@ -117,7 +119,10 @@ export class Accumulator {
       }
       if (held.remaining === 0) await delivery.ack();
     }
-    if (this.buffer.length > 0 && this.timer === null) this.armTimer(this.options.maxWaitMs);
+    if (this.buffer.length > 0 && this.timer === null) {
+      this.openedAtMs = Date.now();
+      this.armTimer(this.options.maxWaitMs);
+    }
     // A failed write waits for the retry timer rather than being tried again at once.
     while (this.buffer.length >= this.options.maxRecords) if (!(await this.flush())) break;
   }
@@ -174,6 +179,7 @@ export class Accumulator {
     this.buffer = this.buffer.slice(takes.reduce((n, t) => n + t.length, 0));
     if (this.buffer.length > 0 && this.timer === null) {
       // Records left over started waiting when they arrived; the next flush closes on its own size or time.
+      this.openedAtMs = Date.now();
       this.armTimer(this.options.maxWaitMs);
     }
     return true;
@@ -184,6 +190,12 @@ export class Accumulator {
     this.events.publish({ type: 'BatchFormed', batches: formed.map((f) => ({ batch: f.batch, snapshots: f.snapshots })), atMs: Date.now() });
     if (!this.events.wants('SnapshotStateChanged')) return;
     for (const f of formed) this.events.publish({ type: 'SnapshotStateChanged', batchId: f.batch.batchId, state: 'Batched', snapshots: f.snapshots, reason: `assigned to batch ${f.batch.batchId}` });
+  }
+
+  /** The batch being accumulated (records not yet in a stored batch), for metrics; null when none. */
+  openBatch(now: number = Date.now()): { readonly records: number; readonly ageSeconds: number } | null {
+    if (this.buffer.length === 0) return null;
+    return { records: this.buffer.length, ageSeconds: Math.max(0, now - this.openedAtMs) / 1000 };
   }
 
   /** Stops consuming; records not yet in a batch are given back unacked, for whoever consumes next. */

@@ -21,6 +21,8 @@ import type { ReasonCategory, VerificationHistoryEntry, VerificationStatus } fro
 /** Records made durable by one ingest request (single or bulk): one event per request. */
 export interface RecordsAccepted {
   readonly type: 'RecordsAccepted';
+  /** Which ingest operation: one record (POST /api/v1/records) or a bulk request. */
+  readonly kind: 'single' | 'bulk';
   /** The tenant of every record of the request; null for a bulk request that names none (its items name theirs). */
   readonly tenantId: string | null;
   /** Records stored by this request. */

@@ -131,8 +131,8 @@ export class IngestService {
   }
 
   /** One event per request: nothing is allocated when nobody listens. */
-  private accepted(tenantId: string | null, count: number, replayed: number): void {
-    if (this.events.wants('RecordsAccepted')) this.events.publish({ type: 'RecordsAccepted', tenantId, count, replayed, atMs: this.now() });
+  private accepted(kind: 'single' | 'bulk', tenantId: string | null, count: number, replayed: number): void {
+    if (this.events.wants('RecordsAccepted')) this.events.publish({ type: 'RecordsAccepted', kind, tenantId, count, replayed, atMs: this.now() });
   }
 
   private idemKey(tenantId: string, key: string): string {
@@ -199,7 +199,7 @@ export class IngestService {
       const building = this.build(principal, [cand], correlationId);
       const [rec] = (building instanceof Promise ? await building : building) as [OutgoingRecord];
       await this.deps.queue.publish([rec]);
-      this.accepted(rec.tenantId, 1, 0);
+      this.accepted('single', rec.tenantId, 1, 0);
       return { outcome: 'accepted', body: answerOf(rec) };
     }
     const key = this.idemKey(cand.req.tenantId, idem);
@@ -208,7 +208,7 @@ export class IngestService {
     try {
       const [claimed] = (await claims.claim([{ key, fingerprint }])) as [ClaimOutcome];
       if (claimed.kind === 'replay') {
-        this.accepted(cand.req.tenantId, 0, 1);
+        this.accepted('single', cand.req.tenantId, 0, 1);
         return { outcome: 'accepted', body: { ...(JSON.parse(claimed.body) as IngestRecordResponse), idempotencyReplayed: true } };
       }
       if (claimed.kind !== 'owned') throw claimError(claimed.kind);
@@ -222,7 +222,7 @@ export class IngestService {
       const answer = answerOf(stored);
       await claims.complete(key, { state: 'done', fingerprint: storedFingerprint, status: STORED_ACCEPTED, body: JSON.stringify(answer) });
       if (storedFingerprint !== fingerprint) throw claimError('conflict');
-      this.accepted(stored.tenantId, published.duplicate ? 0 : 1, published.duplicate ? 1 : 0);
+      this.accepted('single', stored.tenantId, published.duplicate ? 0 : 1, published.duplicate ? 1 : 0);
       return { outcome: 'accepted', body: { ...answer, idempotencyReplayed: published.duplicate } };
     } finally {
       await claims.end();
@@ -252,7 +252,7 @@ export class IngestService {
         const [claimed] = (await claims.claim([{ key: requestKey, fingerprint: bodyFingerprint }])) as [ClaimOutcome];
         if (claimed.kind === 'replay') {
           const replayed = JSON.parse(claimed.body) as BulkIngestResponse;
-          this.accepted(tenantId, 0, replayed.accepted);
+          this.accepted('bulk', tenantId, 0, replayed.accepted);
           return { outcome: 'accepted', body: replayed };
         }
         if (claimed.kind !== 'owned') throw claimError(claimed.kind);
@@ -286,7 +286,7 @@ export class IngestService {
       if (this.events.wants('RecordsAccepted')) {
         let replayed = 0;
         for (const item of outcome.body.items) if (item.idempotencyReplayed) replayed += 1;
-        this.accepted(tenantId, outcome.body.accepted - replayed, replayed);
+        this.accepted('bulk', tenantId, outcome.body.accepted - replayed, replayed);
       }
       return outcome;
     } finally {

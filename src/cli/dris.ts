@@ -53,19 +53,29 @@ async function serve(): Promise<void> {
   process.umask(0o077);
   const { startService } = await import('../main.js');
   const running = await startService(cfg);
-  let stopping = false;
+  let stopping: 'signal' | 'fault' | null = null;
   const stop = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    process.stderr.write(`received ${signal}, stopping\n`);
+    if (stopping === 'signal') {
+      // A second signal (an impatient Ctrl-C): no more waiting.
+      process.stderr.write(`received ${signal} again, exiting now\n`);
+      process.exit(1);
+    }
+    if (stopping !== null) return;
+    stopping = 'signal';
+    process.stderr.write(`received ${signal}, stopping (at most ${cfg.ops.shutdownTimeoutMs} ms)\n`);
+    // The bound of the whole stop: what has not closed by then is abandoned.
+    setTimeout(() => {
+      process.stderr.write(`dris: the graceful stop did not finish within DRIS_SHUTDOWN_TIMEOUT_MS (${cfg.ops.shutdownTimeoutMs} ms); exiting\n`);
+      process.exit(1);
+    }, cfg.ops.shutdownTimeoutMs);
     running.close().then(
       () => process.exit(0),
       () => process.exit(1),
     );
   };
   const fail = (err: DrisError): void => {
-    if (stopping) return;
-    stopping = true;
+    if (stopping !== null) return;
+    stopping = 'fault';
     process.stderr.write(`dris: ${err.code}: ${err.message}\nstopping; a restart recovers from what is on disk\n`);
     setTimeout(() => process.exit(EXIT_STORAGE_FAILED), FATAL_EXIT_MS);
     setTimeout(() => {

@@ -5,6 +5,7 @@ import type { RecordQueue } from '../domain/records/ports.js';
 import { Accumulator } from '../app/accumulator.js';
 import { Anchorer } from '../app/anchorer.js';
 import type { Probe } from '../app/health.js';
+import type { OpenBatch } from '../app/metrics.js';
 import { fenceTerm, LeaderLoop } from '../app/leader-loop.js';
 import type { PipelineStore } from '../domain/pipeline/ports.js';
 import type { EventBus } from '../app/event-bus.js';
@@ -38,8 +39,17 @@ async function openElector(cfg: Config, root: Logger): Promise<LeaderElector> {
   });
 }
 
+export interface Anchoring {
+  readonly anchorer: Anchorer;
+  readonly pipeline: Pipeline;
+  /** Whether this process leads (accumulates and anchors) now. */
+  leading(): boolean;
+  /** The open batch of this term's accumulator; null while not leading. */
+  openBatch(): OpenBatch | null;
+}
+
 /** The anchorer role: IPFS and the chain, the anchorer, and the leader loop that runs the accumulator. */
-export async function startAnchoring(w: AnchoringInputs): Promise<{ anchorer: Anchorer; pipeline: Pipeline }> {
+export async function startAnchoring(w: AnchoringInputs): Promise<Anchoring> {
   const { cfg, queue, store, hashing, events } = w;
   const pipeline = await openPipeline(cfg, w.root);
   w.closers.add(() => pipeline.close());
@@ -77,6 +87,13 @@ export async function startAnchoring(w: AnchoringInputs): Promise<{ anchorer: An
     { events },
   );
   await leader.start();
+  // Stopping the loop ends the term and releases the lease (LeaderLoop.stop resigns), so another
+  // anchorer takes over at once rather than after the lease lapses.
   w.closers.add(() => leader.stop());
-  return { anchorer, pipeline };
+  return {
+    anchorer,
+    pipeline,
+    leading: () => leader.isLeader,
+    openBatch: () => (leader.isLeader ? (accumulator?.openBatch() ?? { records: 0, ageSeconds: 0 }) : null),
+  };
 }

@@ -4,17 +4,17 @@ import type { RecordQueue } from '../domain/records/ports.js';
 import { Authenticator } from '../app/authenticator.js';
 import type { Anchorer } from '../app/anchorer.js';
 import { EvidenceAccess } from '../app/evidence-access.js';
-import { chainFacts, HealthMonitor, type Probe } from '../app/health.js';
+import type { HealthMonitor, Probe } from '../app/health.js';
 import { recoverIdempotencyAnswers } from '../app/idempotency-recovery.js';
 import { IngestService } from '../app/ingest-service.js';
 import { KeyAdmin, resolveAdminToken } from '../app/key-admin.js';
 import { Verifier } from '../app/verifier.js';
 import type { PipelineStore } from '../domain/pipeline/ports.js';
 import type { EventBus } from '../app/event-bus.js';
-import type { PipelineStats } from '../app/pipeline-stats.js';
 import { startAdminListener } from '../http/admin-listener.js';
 import { publicRouter } from '../http/public-router.js';
-import { UwsHttpServer, uwsIsNative } from '../http/uws-server.js';
+import type { RequestObserver } from '../http/request-observer.js';
+import { UwsHttpServer } from '../http/uws-server.js';
 import { findNativeAddon } from '../adapters/hashing/native-backend.js';
 import type { Logger } from '../util/logger.js';
 import type { Closers } from './closers.js';
@@ -36,29 +36,11 @@ export interface ApiInputs {
   readonly queue: RecordQueue;
   readonly store: PipelineStore;
   readonly events: EventBus;
-  readonly stats: PipelineStats;
+  readonly health: HealthMonitor;
+  /** Told of every answer of the public listener (metrics, access log). */
+  readonly observer: RequestObserver | undefined;
   /** Set when this process also runs the anchorer role. */
   readonly anchoring: { readonly anchorer: Anchorer; readonly pipeline: Pipeline } | null;
-}
-
-function healthOf(w: ApiInputs): HealthMonitor {
-  const { cfg, hashing } = w;
-  const chainInfo = w.anchoring?.pipeline.chain.info();
-  return new HealthMonitor({
-    version: w.version,
-    startedAtMs: w.startedAtMs,
-    roles: cfg.roles,
-    hashBackend: {
-      active: hashing.backend.name,
-      requested: cfg.hashBackend,
-      unavailable: Object.fromEntries(hashing.tried.map((t) => [t.name, t.error instanceof Error ? t.error.message : String(t.error)])),
-    },
-    http: { engine: 'uWebSockets.js', native: uwsIsNative() },
-    ...(chainInfo === undefined ? {} : { chain: chainFacts(chainInfo, cfg.chain.publicRpcUrl) }),
-    probes: w.probes,
-    timeoutMs: 2000,
-    pipeline: () => w.stats.read(),
-  });
 }
 
 /** Verification, with the chain and IPFS it reads; `gatewayBase` is known once the server listens. */
@@ -128,7 +110,7 @@ async function openApiParts(w: ApiInputs): Promise<ApiParts> {
 export async function startApi(w: ApiInputs): Promise<{ port: number; adminPort: number }> {
   const { cfg } = w;
   const parts = await openApiParts(w);
-  const health = healthOf(w);
+  const health = w.health;
   let boundPort: number | null = null;
   const gateway = w.anchoring?.pipeline.gateway ?? null;
   const embeddedGateway = gateway !== null;
@@ -154,10 +136,20 @@ export async function startApi(w: ApiInputs): Promise<{ port: number; adminPort:
     ...rate,
   });
   w.closers.add(() => adminListener.close());
-  const server = new UwsHttpServer({ host: cfg.host, port: cfg.port, router, maxInFlight: cfg.http.maxInFlight, limits: cfg.http, ...rate });
+  const server = new UwsHttpServer({ host: cfg.host, port: cfg.port, router, maxInFlight: cfg.http.maxInFlight, limits: cfg.http, observer: w.observer, ...rate });
   const port = await server.listen();
   boundPort = port;
   w.closers.add(() => server.close());
+  // A graceful stop's first step: no new connections, and what is in flight gets its answer
+  // while the queue, the index and the admission store are still open.
+  w.closers.addDrain(async (deadlineAtMs) => {
+    server.stopAccepting();
+    adminListener.stopAccepting();
+    const inFlight = server.requestsInFlight;
+    const drained = (await server.drained(deadlineAtMs)) && (await adminListener.drained(deadlineAtMs));
+    if (drained) w.log.info({ inFlight }, 'listeners closed; requests in flight answered');
+    else w.log.warn({ inFlight, left: server.requestsInFlight }, 'listeners closed; requests still in flight at the drain deadline');
+  });
   w.log.info({ host: cfg.host, port, httpGuard: server.guarded }, 'listening');
   return { port, adminPort: adminListener.port };
 }

@@ -4,6 +4,7 @@ import { ACCESS_LEVELS, type AccessLevel } from '../domain/keys/types.js';
 import { readChainConfig } from './chain-config.js';
 import { readEngines } from './engines-config.js';
 import { readHttpConfig } from './http-config.js';
+import { readOpsConfig } from './ops-config.js';
 import { Reader, withOptional, type Env } from './reader.js';
 import { LOG_LEVELS, ROLES, type Config, type HashBackendChoice, type LogLevel, type Role } from './types.js';
 
@@ -19,6 +20,7 @@ export { LOG_LEVELS, ROLES } from './types.js';
 export { anchorerKeySource } from './chain-config.js';
 export { describeConfig } from './describe-config.js';
 export { assertCoherentSetup, reviewSetup, type SetupReview } from './setup-guards.js';
+export { DEFAULT_OPS_PORT } from './ops-config.js';
 export type { Env } from './reader.js';
 
 /** Shortest admin token accepted, bytes: 256 bits, as many as the generated one carries. */
@@ -67,7 +69,7 @@ function parseRoles(r: Reader): Role[] {
 const MiB = 1024 * 1024;
 
 /** The service's own settings, beside the engines, the chain and the HTTP limits. */
-function readService(r: Reader, cwd: string): Omit<Config, 'http' | 'chain' | 'nats' | 'redis' | 'clickhouse' | 'evmRpcUrl' | 'ipfsApiUrl' | 'ipfsGatewayUrl' | 'adminToken' | 'nativeAddon'> {
+function readService(r: Reader, cwd: string): Omit<Config, 'http' | 'ops' | 'chain' | 'nats' | 'redis' | 'clickhouse' | 'evmRpcUrl' | 'ipfsApiUrl' | 'ipfsGatewayUrl' | 'adminToken' | 'nativeAddon'> {
   return {
     port: r.int('PORT', 8080, 0, 65535),
     host: r.str('HOST') ?? '127.0.0.1',
@@ -147,7 +149,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   const service = readService(r, cwd);
   const cfg: Config = {
     ...withOptional(
-      { ...service, chain, http: readHttpConfig(r, Math.max(service.maxBodyBytes, service.maxBulkBodyBytes)) },
+      { ...service, chain, http: readHttpConfig(r, Math.max(service.maxBodyBytes, service.maxBulkBodyBytes)), ops: readOpsConfig(r) },
       { adminToken, evmRpcUrl, ipfsApiUrl, ipfsGatewayUrl: r.str('DRIS_IPFS_GATEWAY_URL')?.replace(/\/+$/, ''), nativeAddon: readNativeAddon(r, cwd) },
     ),
     ...engines,
@@ -155,6 +157,15 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   if (cfg.adminPort !== 0 && cfg.adminPort === cfg.port) {
     r.problems.push({ path: 'DRIS_ADMIN_PORT', code: 'invalid_value', message: 'must differ from PORT: administration has a listener of its own' });
   }
+  checkOpsPort(r, cfg);
   assertNoProblems(r);
   return cfg;
+}
+
+/** The ops listener needs a port of its own (0, a free one, never collides). */
+function checkOpsPort(r: Reader, cfg: Config): void {
+  const ops = cfg.ops.port;
+  if (ops === 0) return;
+  if (ops === cfg.port) r.problems.push({ path: 'DRIS_OPS_PORT', code: 'invalid_value', message: 'must differ from PORT: the ops endpoints have a listener of their own' });
+  else if (ops === cfg.adminPort) r.problems.push({ path: 'DRIS_OPS_PORT', code: 'invalid_value', message: 'must differ from DRIS_ADMIN_PORT' });
 }

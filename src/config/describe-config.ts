@@ -12,6 +12,7 @@ export function describeConfig(cfg: Config): Record<string, unknown> {
     host: cfg.host,
     adminHost: cfg.adminHost,
     adminPort: cfg.adminPort,
+    ops: cfg.ops,
     adminTokenSource: cfg.adminToken === undefined ? 'file' : 'environment',
     dataDir: cfg.dataDir,
     roles: cfg.roles,

@@ -17,10 +17,19 @@ export class Reader {
   }
 
   int(name: string, def: number, min: number, max: number): number {
+    return this.numberOf(name, def, min, max, /^-?\d+$/, 'not_an_integer', 'an integer');
+  }
+
+  /** A decimal number (not only an integer), e.g. a fraction. */
+  num(name: string, def: number, min: number, max: number): number {
+    return this.numberOf(name, def, min, max, /^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/, 'not_a_number', 'a number');
+  }
+
+  private numberOf(name: string, def: number, min: number, max: number, form: RegExp, code: string, what: string): number {
     const raw = this.str(name);
     if (raw === undefined) return def;
-    if (!/^-?\d+$/.test(raw)) {
-      this.problems.push({ path: name, code: 'not_an_integer', message: `must be an integer, got ${JSON.stringify(raw)}` });
+    if (!form.test(raw)) {
+      this.problems.push({ path: name, code, message: `must be ${what}, got ${JSON.stringify(raw)}` });
       return def;
     }
     const n = Number(raw);

@@ -1,5 +1,6 @@
 import type { AccessLevel } from '../domain/keys/types.js';
 import type { HttpConfig } from './http-config.js';
+import type { OpsConfig } from './ops-config.js';
 
 /** The shape of the configuration (config.ts reads it; README.md "Configuration" lists every variable). */
 
@@ -111,6 +112,8 @@ export interface Config {
   readonly allowSlowHttp: boolean;
   /** Limits of the HTTP front. */
   readonly http: HttpConfig;
+  /** The ops listener (metrics, probes), the access log and the bound of a graceful stop. */
+  readonly ops: OpsConfig;
   readonly logLevel: LogLevel;
   /** Token of the key-administration endpoints (at least 32 bytes); read from <dataDir>/admin-token when unset. */
   readonly adminToken?: string;

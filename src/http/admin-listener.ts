@@ -43,8 +43,17 @@ export interface AdminListenerOptions {
 
 const LOOPBACK = /^(127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|localhost)$/i;
 
+export interface AdminListener {
+  readonly port: number;
+  close(): void;
+  /** Graceful stop: no new connection; answers close theirs (UwsHttpServer.stopAccepting). */
+  stopAccepting(): void;
+  /** Resolves true once no request is in flight, false at the deadline. */
+  drained(deadlineAtMs: number): Promise<boolean>;
+}
+
 /** Resolves once bound; logs `admin listening` with the port (useful with port 0). */
-export async function startAdminListener(o: AdminListenerOptions): Promise<{ port: number; close(): void }> {
+export async function startAdminListener(o: AdminListenerOptions): Promise<AdminListener> {
   const server = new UwsHttpServer({
     host: o.host,
     port: o.port,
@@ -70,5 +79,5 @@ export async function startAdminListener(o: AdminListenerOptions): Promise<{ por
   const log = o.logger ?? componentLogger('main');
   log.info({ host: o.host, port }, 'admin listening');
   if (!LOOPBACK.test(o.host)) log.warn({ host: o.host }, 'the administration listener is not on loopback: keep its port off public networks');
-  return { port, close: () => server.close() };
+  return { port, close: () => server.close(), stopAccepting: () => server.stopAccepting(), drained: (deadlineAtMs) => server.drained(deadlineAtMs) };
 }

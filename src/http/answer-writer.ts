@@ -1,6 +1,7 @@
 import type uWS from 'uWebSockets.js';
 import { errorBody, toDrisError } from '../errors/dris-error.js';
 import type { Logger } from '../util/logger.js';
+import type { RequestObserver } from './request-observer.js';
 import { httpStatusOf } from './status.js';
 
 /** Writing answers: one place for the status line, headers, error bodies and Retry-After. */
@@ -54,6 +55,10 @@ export interface RequestBase {
   readonly correlationId: string;
   /** Headers every answer of the request carries (rate-limit headers), under the answer's own. */
   readonly headers: Record<string, string>;
+  /** What the request observer is told: the route's operationId (or `unmatched`), the method, and when the head arrived (performance.now()). */
+  readonly route: string;
+  readonly method: string;
+  readonly startedMs: number;
 }
 
 /** A header value on one line: a line break in a value must never start a header of its own. */
@@ -63,10 +68,13 @@ export function headerValue(v: string): string {
 
 export class AnswerWriter {
   private readonly retryAfter: string;
+  /** Set once the server drains (graceful stop): every answer closes its connection. */
+  closeConnections = false;
 
   constructor(
     private readonly log: Logger,
     retryAfterSeconds: number,
+    private readonly observer: RequestObserver | undefined = undefined,
   ) {
     this.retryAfter = String(retryAfterSeconds);
   }
@@ -75,11 +83,11 @@ export class AnswerWriter {
     const e = toDrisError(err);
     const status = httpStatusOf(e);
     if (status >= 500) this.log.error({ err: e.cause ?? e, code: e.code, correlationId: base.correlationId }, 'request failed');
-    this.write(res, state, base, { status, headers: e.headers, contentType: 'application/json', body: JSON.stringify(errorBody(e)) });
+    this.write(res, state, base, { status, headers: e.headers, contentType: 'application/json', body: JSON.stringify(errorBody(e)) }, e.code);
   }
 
-  /** `a.headers` win over `base.headers`. */
-  write(res: uWS.HttpResponse, state: AnswerState, base: RequestBase, a: Answer): void {
+  /** `a.headers` win over `base.headers`; `code`: the error code of an error answer. */
+  write(res: uWS.HttpResponse, state: AnswerState, base: RequestBase, a: Answer, code?: string): void {
     if (state.aborted) return;
     // One writeHeader call for all of them: each call crosses into native code, and five of them
     // cost more than the rest of a small answer. uWS writes `name: value\r\n` as given, so the
@@ -89,7 +97,7 @@ export class AnswerWriter {
     for (const k in a.headers) block += '\r\n' + k + ': ' + headerValue(a.headers[k] as string);
     // Every 503 tells the client when to come back, whichever layer produced it.
     if (a.status === 503 && !('Retry-After' in a.headers) && !('Retry-After' in base.headers)) block += '\r\nRetry-After: ' + this.retryAfter;
-    const close = state.bodyPending;
+    const close = state.bodyPending || this.closeConnections;
     res.cork(() => {
       res.writeStatus(STATUS_LINE[a.status] ?? `${a.status} Status`);
       res.writeHeader('Content-Type', block);
@@ -97,5 +105,6 @@ export class AnswerWriter {
       if (state.head) res.endWithoutBody(typeof a.body === 'string' ? Buffer.byteLength(a.body) : a.body.byteLength, close);
       else res.end(a.body, close);
     });
+    this.observer?.answered(base.route, base.method, a.status, (performance.now() - base.startedMs) / 1000, base.correlationId, code);
   }
 }

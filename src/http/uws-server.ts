@@ -9,6 +9,7 @@ import { componentLogger, type Logger } from '../util/logger.js';
 import { AnswerWriter, type Answer, type AnswerState, type RequestBase } from './answer-writer.js';
 import { BodyDeadlines, BodyReader, ByteBudget, type BodyFailure } from './body-reader.js';
 import { HttpGuard } from './http-guard.js';
+import { UNMATCHED_ROUTE, type RequestObserver } from './request-observer.js';
 import type { Reply, RequestContext, RequestHeaders, Router } from './router.js';
 
 export { headerValue } from './answer-writer.js';
@@ -45,6 +46,8 @@ export interface HttpServerOptions {
   readonly logger?: Logger;
   /** The native addon holding the request-framing guard; absent, the front runs without it. */
   readonly nativeAddonFile?: string | undefined;
+  /** Told of every answer (metrics, access log). */
+  readonly observer?: RequestObserver | undefined;
 }
 
 interface RequestState extends AnswerState {
@@ -76,6 +79,8 @@ interface AuthOutcome {
 export class UwsHttpServer {
   private listenSocket: uWS.us_listen_socket | null = null;
   private inFlight = 0;
+  /** Resolved when no request is in flight any more (drained()). */
+  private idleWaiters: (() => void)[] = [];
   private readonly log: Logger;
   private readonly app: uWS.TemplatedApp;
   private readonly limits: Omit<HttpConfig, 'maxInFlight'>;
@@ -90,7 +95,7 @@ export class UwsHttpServer {
     }
     this.log = options.logger ?? componentLogger('http');
     this.limits = { ...HTTP_DEFAULTS, ...options.limits };
-    this.answers = new AnswerWriter(this.log, this.limits.retryAfterSeconds);
+    this.answers = new AnswerWriter(this.log, this.limits.retryAfterSeconds, options.observer);
     this.budget = new ByteBudget(this.limits.bodyBudgetBytes);
     this.deadlines = new BodyDeadlines(this.limits.bodyTimeoutMs);
     this.app = uWS.App();
@@ -118,9 +123,45 @@ export class UwsHttpServer {
   }
 
   close(): void {
+    this.stopAccepting();
+    this.deadlines.close();
+  }
+
+  /**
+   * The first step of a graceful stop: no new connection is accepted, and every answer from now
+   * on closes its connection, so a client on a kept-alive one gets the answer to what it sent and
+   * goes elsewhere for the next request. Requests in flight go on.
+   */
+  stopAccepting(): void {
     if (this.listenSocket !== null) uWS.us_listen_socket_close(this.listenSocket);
     this.listenSocket = null;
-    this.deadlines.close();
+    this.answers.closeConnections = true;
+  }
+
+  /** Requests being handled now (past the route's match, until their answer). */
+  get requestsInFlight(): number {
+    return this.inFlight;
+  }
+
+  /** Resolves true once no request is in flight, false at `deadlineAtMs` (Date.now() time). */
+  drained(deadlineAtMs: number): Promise<boolean> {
+    if (this.inFlight === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(this.inFlight === 0), Math.max(0, deadlineAtMs - Date.now()));
+      this.idleWaiters.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+
+  private requestDone(): void {
+    this.inFlight -= 1;
+    if (this.inFlight === 0 && this.idleWaiters.length > 0) {
+      const waiting = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const w of waiting) w();
+    }
   }
 
   /** Whether malformed heads are refused before uWS parses them (the native guard is installed). */
@@ -141,10 +182,11 @@ export class UwsHttpServer {
   // the body and the run of the route read best in the order uWS calls them.
   private onRequest(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
     // Everything read from req must be read now: it is invalid after the first await.
+    const startedMs = performance.now();
     const method = req.getMethod().toUpperCase();
     const path = req.getUrl();
     if (this.guard !== null && path.startsWith(this.guard.prefix)) {
-      this.refuse(res, this.guard, path);
+      this.refuse(res, this.guard, path, method, startedMs);
       return;
     }
     const rawQuery = req.getQuery() ?? '';
@@ -171,7 +213,7 @@ export class UwsHttpServer {
     });
 
     const match = this.options.router.match(method, path);
-    const base: RequestBase = { correlationId, headers: {} };
+    const base: RequestBase = { correlationId, headers: {}, route: match.kind === 'found' ? match.route.operationId : UNMATCHED_ROUTE, method, startedMs };
 
     // Answers given before the body is read close the connection rather than read the body.
     if (match.kind !== 'found') {
@@ -228,7 +270,7 @@ export class UwsHttpServer {
         this.answers.error(res, state, base, err);
         return;
       } finally {
-        this.inFlight -= 1;
+        this.requestDone();
         state.reader?.release();
       }
       this.answers.write(res, state, base, answer);
@@ -240,8 +282,9 @@ export class UwsHttpServer {
    * A request of the guard: the refusal it stands for. The guard closes the connection itself,
    * after letting a client still sending its body finish, so that it reads the answer.
    */
-  private refuse(res: uWS.HttpResponse, guard: HttpGuard, path: string): void {
-    this.answers.error(res, { aborted: false, head: false, bodyPending: false }, { correlationId: randomUUID(), headers: {} }, guard.refusal(path));
+  private refuse(res: uWS.HttpResponse, guard: HttpGuard, path: string, method: string, startedMs: number): void {
+    const base: RequestBase = { correlationId: randomUUID(), headers: {}, route: UNMATCHED_ROUTE, method, startedMs };
+    this.answers.error(res, { aborted: false, head: false, bodyPending: false }, base, guard.refusal(path));
   }
 
   /** The key is looked up in the store: nothing more of the body is read until it is known good. */

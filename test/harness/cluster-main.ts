@@ -65,8 +65,8 @@ async function describe(fleet: Fleet): Promise<void> {
   out('');
   for (const p of fleet.processes) {
     const h = p.handle;
-    const ports = p.role === 'api' ? `port ${h.port}, admin ${h.adminPort}` : '';
-    out(`  ${p.name.padEnd(11)} pid ${String(h.pid).padEnd(8)} ${ports.padEnd(26)} log ${path.join(fleet.dir, 'logs', `${p.name}.log`)}`);
+    const ports = `${p.role === 'api' ? `port ${h.port}, admin ${h.adminPort}, ` : ''}ops ${h.opsPort}`;
+    out(`  ${p.name.padEnd(11)} pid ${String(h.pid).padEnd(8)} ${ports.padEnd(37)} log ${path.join(fleet.dir, 'logs', `${p.name}.log`)}`);
   }
   out(`  nats       ${fleet.nats.nodes.map((n) => `${n.name} :${n.clientPort}`).join(', ')} (JetStream R3)`);
   out(`  redis      ${fleet.redis.url}`);

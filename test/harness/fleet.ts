@@ -167,7 +167,10 @@ function sharedEnv(infra: Infrastructure, secrets: Secrets, extra: Readonly<Reco
   };
 }
 
-/** The dris processes, not yet started: api processes get fixed ports so that restarts keep them. */
+/**
+ * The dris processes, not yet started: api processes get fixed ports so that restarts keep them,
+ * and every process an ops port of its own (/metrics, /livez, /readyz), fixed too.
+ */
 async function planProcesses(
   dir: string,
   env: Readonly<Record<string, string>>,
@@ -180,7 +183,10 @@ async function planProcesses(
   for (const role of ['api', 'indexer', 'anchorer'] as const) {
     for (let i = 1; i <= counts[role]; i++) {
       const name = `${role}-${i}`;
-      const ports = role === 'api' ? { PORT: String(await freePort()), DRIS_ADMIN_PORT: String(await freePort()) } : {};
+      const ports = {
+        ...(role === 'api' ? { PORT: String(await freePort()), DRIS_ADMIN_PORT: String(await freePort()) } : {}),
+        DRIS_OPS_PORT: String(await freePort()),
+      };
       out.push(
         drisProcess({
           name,
@@ -228,7 +234,7 @@ export async function startFleet(options: FleetOptions = {}): Promise<Fleet> {
     await Promise.all(rest.map((p) => p.start()));
     const apis = processes.filter((p) => p.role === 'api');
     say('starting HAProxy in front of the api processes');
-    lb = await startLoadBalancer({ dir: await dirOf(dir, 'haproxy'), port: options.port ?? 0, servers: apis.map((p) => ({ name: p.name, port: Number(p.env['PORT']) })) });
+    lb = await startLoadBalancer({ dir: await dirOf(dir, 'haproxy'), port: options.port ?? 0, servers: apis.map((p) => ({ name: p.name, port: Number(p.env['PORT']), opsPort: Number(p.env['DRIS_OPS_PORT']) })) });
     await lb.waitUp();
     const admin = first.handle;
     const balancer = lb;

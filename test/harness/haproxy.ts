@@ -29,7 +29,8 @@ export interface LoadBalancerOptions {
   readonly dir: string;
   /** Public port; a free one when 0 or unset. */
   readonly port?: number;
-  readonly servers: readonly { readonly name: string; readonly port: number }[];
+  /** Each api process's public port, and its ops port, whose /readyz the health check asks. */
+  readonly servers: readonly { readonly name: string; readonly port: number; readonly opsPort: number }[];
 }
 
 const TEMPLATE = path.join(repoRoot, 'deploy', 'haproxy', 'haproxy.cfg.template');
@@ -64,7 +65,7 @@ export async function startLoadBalancer(options: LoadBalancerOptions): Promise<L
   await mkdir(options.dir, { recursive: true, mode: 0o700 });
   const port = options.port !== undefined && options.port !== 0 ? options.port : await freePort();
   const statsPort = await freePort();
-  const servers = options.servers.map((s) => `    server ${s.name} 127.0.0.1:${s.port} check`).join('\n');
+  const servers = options.servers.map((s) => `    server ${s.name} 127.0.0.1:${s.port} check port ${s.opsPort}`).join('\n');
   const config = fillTemplate(await readFile(TEMPLATE, 'utf8'), { bindPort: port, statsPort, servers });
   const file = path.join(options.dir, 'haproxy.cfg');
   await writeFile(file, config, { mode: 0o600 });

@@ -35,6 +35,9 @@ export interface ServiceHandle {
   /** Base URL of the administration listener (keys, retrieval policies, detailed health). */
   readonly adminUrl: string;
   readonly adminPort: number;
+  /** Base URL of the ops listener (/metrics, /livez, /readyz), whatever the roles. */
+  readonly opsUrl: string;
+  readonly opsPort: number;
   /** Process id of the service (for /proc readings). */
   readonly pid: number;
   readonly dataDir: string;
@@ -64,6 +67,8 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     PORT: '0',
     HOST: '127.0.0.1',
     DRIS_ADMIN_PORT: '0',
+    // A free port each: tests (and engineers) run many services on one machine.
+    DRIS_OPS_PORT: '0',
     DRIS_DATA_DIR: dataDir,
     DRIS_LOG_LEVEL: 'info',
     ...(options.env ?? {}),
@@ -83,6 +88,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   const roles = (env['DRIS_ROLES'] ?? 'api').split(',').map((r) => r.trim());
   const listens = roles.includes('api');
   let adminPort: number | undefined;
+  let opsPort: number | undefined;
   const port = await new Promise<number>((resolve, reject) => {
     let buf = '';
     const timer = setTimeout(() => {
@@ -101,6 +107,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
           resolve(0);
         }
         if (rec.msg === 'admin listening' && typeof rec.port === 'number') adminPort = rec.port;
+        if (rec.msg === 'ops listening' && typeof rec.port === 'number') opsPort = rec.port;
         if (listens && rec.msg === 'listening' && typeof rec.port === 'number') {
           clearTimeout(timer);
           if (adminPort === undefined) reject(new Error(`the service listens without an administration listener:\n${logs.join('\n')}`));
@@ -135,6 +142,8 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     port,
     adminUrl: `http://127.0.0.1:${adminPort ?? 0}`,
     adminPort: adminPort ?? 0,
+    opsUrl: `http://127.0.0.1:${opsPort ?? 0}`,
+    opsPort: opsPort ?? 0,
     pid: child.pid ?? 0,
     dataDir,
     env,

@@ -14,7 +14,7 @@ import { createLogger } from '../../src/util/logger.js';
 const quiet = { logger: createLogger('silent') };
 
 function accepted(count: number): EventOf<'RecordsAccepted'> {
-  return { type: 'RecordsAccepted', tenantId: 'acme', count, replayed: 0, atMs: 0 };
+  return { type: 'RecordsAccepted', kind: 'single', tenantId: 'acme', count, replayed: 0, atMs: 0 };
 }
 
 /** A handler that holds each event until the test lets it go. */
@@ -154,7 +154,7 @@ void t.test('the pipeline counters are a subscriber: they count what the use cas
   const stats = PipelineStats.attach(bus);
   const slow = gated();
   bus.subscribe({ name: 'slow', types: ['BatchFailed'], capacity: 1 }, slow.handler);
-  bus.publish({ type: 'RecordsAccepted', tenantId: 'acme', count: 3, replayed: 1, atMs: 0 });
+  bus.publish({ type: 'RecordsAccepted', kind: 'bulk', tenantId: 'acme', count: 3, replayed: 1, atMs: 0 });
   bus.publish({ type: 'RecordsIndexed', consumer: 'indexer', count: 3, firstAcceptedAtMs: 1000, atMs: 1250 });
   bus.publish({ type: 'RecordsDeadLettered', consumer: 'indexer', count: 1, reason: 'index_refused' });
   bus.publish({ type: 'LeadershipChanged', leading: true, epoch: 7 });

@@ -55,13 +55,13 @@ void t.test('ingestion publishes one RecordsAccepted per request answered 202: s
   t.equal(ingestStatus(await service.ingestBulk(principal, bulk, 'bulk-1', 'c5')), 202, 'a retry of the bulk request');
   await bus.idle(5000);
   t.same(
-    seen.map((e) => (e.type === 'RecordsAccepted' ? [e.tenantId, e.count, e.replayed] : [])),
+    seen.map((e) => (e.type === 'RecordsAccepted' ? [e.kind, e.tenantId, e.count, e.replayed] : [])),
     [
-      ['acme', 1, 0],
-      ['acme', 1, 0],
-      ['acme', 0, 1],
-      ['acme', 3, 0],
-      ['acme', 0, 3],
+      ['single', 'acme', 1, 0],
+      ['single', 'acme', 1, 0],
+      ['single', 'acme', 0, 1],
+      ['bulk', 'acme', 3, 0],
+      ['bulk', 'acme', 0, 3],
     ],
     'one event per request',
   );

@@ -53,7 +53,9 @@ export async function startBareBehindLoadBalancer(count: number, dir: string): P
   };
   try {
     for (let i = 0; i < count; i++) servers.push(await startBareServer(null));
-    lb = await startLoadBalancer({ dir, port: 0, servers: servers.map((s, i) => ({ name: `bare-${i + 1}`, port: s.port })) });
+    // The bare server answers every GET (the balancer's /readyz check included) on its one port.
+    const backends = servers.map((s, i) => ({ name: `bare-${i + 1}`, port: s.port, opsPort: s.port }));
+    lb = await startLoadBalancer({ dir, port: 0, servers: backends });
     await lb.waitUp(undefined, 30_000);
     return { host: '127.0.0.1', port: lb.port, stop: stopAll };
   } catch (err) {

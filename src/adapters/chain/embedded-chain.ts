@@ -120,6 +120,10 @@ export class SupervisedChain implements Chain {
     return this.current.receiptOf(txHash);
   }
 
+  headTimestampMs(): Promise<number> {
+    return this.current.headTimestampMs();
+  }
+
   check(): Promise<void> {
     return this.current.check();
   }

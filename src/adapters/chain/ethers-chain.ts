@@ -8,6 +8,7 @@ import { defaultPublicRpcUrl, gasWithMargin, openRuntime, type ChainConnectionOp
 import { deployWith, type Deployment } from './deploy-contract.js';
 import { SerialQueue, withTimeout } from './serial-queue.js';
 import { assertRoot, parseAnchoredLog, readAnchorOf } from './contract-reads.js';
+import { behindOwnAnchors, validateRequest } from './anchor-request-checks.js';
 
 /**
  * The Chain port on an EVM JSON-RPC node with ethers v6: the DrisAnchor contract (contracts/)
@@ -59,7 +60,6 @@ export interface AnchorEvent extends AnchorReceipt {
 }
 
 const TX_HASH_RE = /^0x[0-9a-fA-F]{64}$/;
-const UINT32_MAX = 0xffff_ffff;
 
 export class EthersChain implements Chain {
   /** Set when connect() deployed the contract: the caller persists the address. */
@@ -357,6 +357,17 @@ export class EthersChain implements Chain {
     return { ...fields, blockTimestamp: timestampSec, chainId: this.rt.chainId, contractAddress: this.contractAddress, merkleRoot };
   }
 
+  async headTimestampMs(): Promise<number> {
+    this.assertOpen();
+    try {
+      const block = await withTimeout(this.rt.provider.getBlock('latest'), this.options.checkTimeoutMs ?? 2_000, 'latest block');
+      if (block === null) throw new DrisError('dependency_unavailable', 'the node has no latest block');
+      return block.timestamp * 1000;
+    } catch (err) {
+      throw translateChainError(err, 'latest block');
+    }
+  }
+
   async check(): Promise<void> {
     this.assertOpen();
     try {
@@ -378,21 +389,4 @@ export class EthersChain implements Chain {
   private assertOpen(): void {
     if (this.rt.closed) throw new DrisError('dependency_unavailable', 'the chain adapter is closed');
   }
-}
-
-function validateRequest(r: AnchorRequest): void {
-  assertRoot(r.merkleRoot);
-  if (!Number.isSafeInteger(r.batchSeq) || r.batchSeq < 1) throw new DrisError('validation_failed', 'batchSeq must be a positive integer');
-  if (!Number.isInteger(r.recordCount) || r.recordCount < 0 || r.recordCount > UINT32_MAX) {
-    throw new DrisError('validation_failed', 'recordCount must fit in uint32');
-  }
-  if (r.batchId.length === 0 || r.manifestCid.length === 0) throw new DrisError('validation_failed', 'batchId and manifestCid must not be empty');
-}
-
-/** A bad_sequence refusal whose missing sequences are all anchors of this stream (`own`) not yet mined. */
-function behindOwnAnchors(e: DrisError, batchSeq: number, own: ReadonlySet<number>): boolean {
-  const expected = e.extra['expected'];
-  if (e.code !== 'invalid_state' || e.extra['reason'] !== 'bad_sequence' || typeof expected !== 'number' || expected >= batchSeq) return false;
-  for (let s = expected; s < batchSeq; s++) if (!own.has(s)) return false;
-  return true;
 }

@@ -1,6 +1,7 @@
 import type { ClickHouseServerOptions } from './http-runner.js';
 import type { SqlRunner } from './sql-runner.js';
 import { ClickHouseStorage, type ClickHouseStorageOptions } from './storage.js';
+import { TimedSqlRunner, type QueryTimer } from './timed-runner.js';
 
 /** Which engine the storage runs on: the engine is the runner its database gets. */
 export type ClickHouseEngine =
@@ -17,6 +18,8 @@ export interface OpenStorageOptions extends Omit<ClickHouseStorageOptions, 'jour
   readonly engine: ClickHouseEngine;
   /** Replaces the engine's own runner, with the engine's defaults kept (tests). */
   readonly runner?: SqlRunner;
+  /** Told how long each query and insert took (the index query latency metric). */
+  readonly onQuery?: QueryTimer;
 }
 
 export interface OpenedStorage {
@@ -30,14 +33,15 @@ export interface OpenedStorage {
  * only when chosen: chDB is a native module of its own, and a server needs none of it.
  */
 export async function openClickHouseStorage(options: OpenStorageOptions): Promise<OpenedStorage> {
-  const { engine, runner, ...common } = options;
+  const { engine, runner, onQuery, ...common } = options;
+  const timed = (r: SqlRunner): SqlRunner => (onQuery === undefined ? r : new TimedSqlRunner(r, onQuery));
   if (engine.kind === 'server') {
     const { ClickHouseClientRunner, SERVER_LOOKUP_CHUNK } = await import('./http-runner.js');
     const client = runner ?? new ClickHouseClientRunner({ ...engine, ...(options.logger === undefined ? {} : { logger: options.logger.child({ component: 'clickhouse-client' }) }) });
-    return { storage: new ClickHouseStorage(client, { ...common, lookupChunk: common.lookupChunk ?? SERVER_LOOKUP_CHUNK }), adapter: 'clickhouse' };
+    return { storage: new ClickHouseStorage(timed(client), { ...common, lookupChunk: common.lookupChunk ?? SERVER_LOOKUP_CHUNK }), adapter: 'clickhouse' };
   }
   const { ChdbSqlRunner } = await import('./chdb-runner.js');
   const embedded = runner ?? new ChdbSqlRunner(engine.path, engine.queryTimeoutMs);
   // The engine's files are local: a journal flushes their file system instead of fsyncing each insert.
-  return { storage: new ClickHouseStorage(embedded, { ...common, journalTableDir: engine.path }), adapter: 'chdb' };
+  return { storage: new ClickHouseStorage(timed(embedded), { ...common, journalTableDir: engine.path }), adapter: 'chdb' };
 }

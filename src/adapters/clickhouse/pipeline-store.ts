@@ -234,6 +234,13 @@ export class ClickHousePipelineStore implements PipelineStore {
     return rows[0] === undefined ? 0 : Number(rows[0].c);
   }
 
+  async countByStatus(): Promise<Record<BatchStatus, number>> {
+    const rows = await this.#runner.query<{ status: string; c: Int64Out }>(`SELECT status, count() AS c FROM ${this.#db}.batches FINAL GROUP BY status`);
+    const counts: Record<BatchStatus, number> = { Pending: 0, Anchored: 0, Failed: 0 };
+    for (const r of rows) if (r.status === 'Pending' || r.status === 'Anchored' || r.status === 'Failed') counts[r.status] = Number(r.c);
+    return counts;
+  }
+
   async getBatch(batchId: string): Promise<Batch | null> {
     const rows = await this.#runner.query<BatchRow>(`SELECT ${BATCH_COLUMNS} FROM ${this.#db}.batches FINAL WHERE batch_id = {batchId:String}`, { batchId });
     return rows[0] === undefined ? null : toBatch(rows[0]);

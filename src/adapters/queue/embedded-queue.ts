@@ -5,7 +5,9 @@ import type { ConsumeOptions, Delivery, NotedMessage, PublishOptions, PublishRes
 import { componentLogger, type Logger } from '../../util/logger.js';
 import { ConsumerState, type InFlight } from './consumer-state.js';
 import { encodeDeadLetter, encodeUndecodable } from './dead-letter.js';
-import { decodeLabelled, decodeMessage, encodeRecords, messageLabel, type MessageLabel } from './record-codec.js';
+import { decodeLabelled, encodeRecords } from './record-codec.js';
+import { labelOf, logEntries, storedUnder } from './log-messages.js';
+import { SharedDecodes } from './shared-decodes.js';
 import { SegmentLog } from '../storage/segment-log.js';
 import { mkdirDurableSync } from '../storage/log-file-system.js';
 import { RETRY_AFTER_FULL_S, RETRY_AFTER_WRITE_S, storageError } from '../storage/storage-faults.js';
@@ -26,13 +28,6 @@ import { RETRY_AFTER_FULL_S, RETRY_AFTER_WRITE_S, storageError } from '../storag
  * leaves it once every consumer is done with it, so ingestion also records the outcome of each
  * keyed publish in the idempotency store (and, after a crash, from `notedMessages`).
  */
-
-/**
- * Most messages held decoded for the consumers that have not read them yet: a consumer further
- * behind decodes for itself. The records' payloads are views of the log's buffers, so what this
- * holds is mostly the records' metadata.
- */
-const DECODED_MESSAGES = 256;
 
 /** Most bytes of records in a message published with options. */
 const MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
@@ -77,8 +72,8 @@ export class EmbeddedQueue implements RecordQueue {
   /** Resolves once `ids` has been rebuilt from the log. */
   private readonly indexed: Promise<void>;
   readonly maxMessageBytes = MAX_MESSAGE_BYTES;
-  /** Messages decoded by one consumer and not yet taken by every other (`decoded`). */
-  private readonly decodedMessages = new Map<number, { readonly records: readonly AcceptedRecord[]; takers: number }>();
+  /** Messages decoded by one consumer and not yet taken by every other. */
+  private readonly decodes = new SharedDecodes(() => this.states.size);
 
   private constructor(private readonly options: EmbeddedQueueOptions) {
     this.log$ = options.logger ?? componentLogger('embedded-queue');
@@ -93,24 +88,9 @@ export class EmbeddedQueue implements RecordQueue {
   }
 
   private async rebuildIds(): Promise<void> {
-    for await (const { seq, payload } of this.entries()) {
+    for await (const { seq, payload } of logEntries(this.log)) {
       const label = labelOf(payload, seq, this.log$);
       if (label !== null) this.ids.set(label.id, seq);
-    }
-  }
-
-  /** Every message the log holds, oldest first, read up to the durable end at the time of the call. */
-  private async *entries(): AsyncGenerator<{ seq: number; payload: Buffer }> {
-    const last = this.log.lastSeq;
-    let from = this.log.firstSeq;
-    while (from <= last) {
-      const batch = await this.log.read(from, 4096);
-      if (batch.length === 0) break;
-      for (const e of batch) {
-        if (e.seq > last) return;
-        from = e.seq + 1;
-        yield e;
-      }
     }
   }
 
@@ -149,13 +129,13 @@ export class EmbeddedQueue implements RecordQueue {
       if (writing !== undefined) {
         const seq = await writing.catch(() => null);
         if (seq === null) continue;
-        const stored = await this.storedUnder(msgId, seq);
+        const stored = await storedUnder(this.log, msgId, seq);
         if (stored !== null) return stored;
         continue;
       }
       const seq = this.ids.get(msgId);
       if (seq !== undefined) {
-        const stored = await this.storedUnder(msgId, seq);
+        const stored = await storedUnder(this.log, msgId, seq);
         if (stored !== null) return stored;
         this.ids.delete(msgId);
       }
@@ -188,30 +168,12 @@ export class EmbeddedQueue implements RecordQueue {
   private checkBudget(): void {
     const max = this.options.maxBytes ?? 0;
     if (max <= 0) return;
-    let floor = Infinity;
-    for (const s of this.states.values()) floor = Math.min(floor, s.ackFloor);
-    const pending = this.log.bytesFrom(Number.isFinite(floor) ? floor + 1 : this.log.firstSeq);
+    const pending = this.pendingBytes();
     if (pending >= max) throw storageError('storage_full', `the queue holds ${pending} bytes not yet processed (limit ${max}); retry later`, RETRY_AFTER_FULL_S);
   }
 
-  /** The message stored under `msgId` at `seq`, as a duplicate's answer; null when the log no longer holds it. */
-  private async storedUnder(msgId: string, seq: number): Promise<PublishResult | null> {
-    if (seq < this.log.firstSeq) return null;
-    let entries;
-    try {
-      entries = await this.log.read(seq, 1);
-    } catch (err) {
-      throw new DrisError('dependency_unavailable', 'queue read failed', { cause: err });
-    }
-    const e = entries[0];
-    if (e?.seq !== seq) return null;
-    const { label, records } = decodeLabelled(e.payload);
-    if (label?.id !== msgId) return null;
-    return { duplicate: true, records, note: label.note };
-  }
-
   async *notedMessages(): AsyncGenerator<NotedMessage> {
-    for await (const { seq, payload } of this.entries()) {
+    for await (const { seq, payload } of logEntries(this.log)) {
       if (labelOf(payload, seq, this.log$) === null) continue;
       let decoded;
       try {
@@ -285,7 +247,7 @@ export class EmbeddedQueue implements RecordQueue {
       if (e.seq <= state.ackFloor || state.acked.has(e.seq)) continue;
       let records: readonly AcceptedRecord[];
       try {
-        records = this.decoded(e.seq, e.payload);
+        records = this.decodes.take(e.seq, e.payload);
       } catch (err) {
         // A frame that passed its checksum but is not a message cannot be retried into sense.
         await this.setAsideUndecodable(state, options.consumer, e.seq, e.payload, err);
@@ -296,27 +258,6 @@ export class EmbeddedQueue implements RecordQueue {
       out.push(this.delivery(state, e.seq, f, options.ackWaitMs, options.consumer));
     }
     return out;
-  }
-
-  /**
-   * The records of a message, decoded once for all consumers: each reads every message, and the
-   * records are never changed by one. A message stays here until every consumer has taken it, or
-   * is decoded again by a consumer that lags more than DECODED_MESSAGES messages behind.
-   */
-  private decoded(seq: number, payload: Buffer): readonly AcceptedRecord[] {
-    const hit = this.decodedMessages.get(seq);
-    if (hit !== undefined) {
-      hit.takers += 1;
-      if (hit.takers >= this.states.size) this.decodedMessages.delete(seq);
-      return hit.records;
-    }
-    const records = decodeMessage(payload);
-    if (this.states.size > 1) {
-      // The oldest goes first: a consumer that far behind (or one that is not running) decodes for itself.
-      if (this.decodedMessages.size >= DECODED_MESSAGES) this.decodedMessages.delete(this.decodedMessages.keys().next().value as number);
-      this.decodedMessages.set(seq, { records, takers: 1 });
-    }
-    return records;
   }
 
   /** A message that does not decode goes to the dead letters as it is; kept (not acked) if that fails. */
@@ -384,6 +325,24 @@ export class EmbeddedQueue implements RecordQueue {
     for (const [id, seq] of this.ids) if (seq < floor) this.ids.delete(id);
   }
 
+  /** Messages after the consumer's ack floor (some above it may be acked already: out-of-order acks). */
+  consumerLag(consumer: string): Promise<number> {
+    const s = this.states.get(consumer);
+    if (s === undefined) return Promise.reject(new DrisError('not_found', `no consumer ${JSON.stringify(consumer)} of the embedded queue`));
+    return Promise.resolve(Math.max(0, this.log.lastSeq - s.ackFloor));
+  }
+
+  /** Bytes not yet processed by every consumer, and the budget they are held to (0: none). */
+  budget(): { bytes: number; maxBytes: number } {
+    return { bytes: this.pendingBytes(), maxBytes: this.options.maxBytes ?? 0 };
+  }
+
+  private pendingBytes(): number {
+    let floor = Infinity;
+    for (const s of this.states.values()) floor = Math.min(floor, s.ackFloor);
+    return this.log.bytesFrom(Number.isFinite(floor) ? floor + 1 : this.log.firstSeq);
+  }
+
   /** Highest durable position and each consumer's floor: for health and tests. */
   positions(): { lastSeq: number; consumers: Record<string, number> } {
     const consumers: Record<string, number> = {};
@@ -408,15 +367,5 @@ export class EmbeddedQueue implements RecordQueue {
     this.wakeAll();
     await this.log.close();
     await this.deadLetters.close();
-  }
-}
-
-/** A message's label; null for unlabelled messages and (logged) for a label that cannot be read. */
-function labelOf(payload: Buffer, seq: number, log: Logger): MessageLabel | null {
-  try {
-    return messageLabel(payload);
-  } catch (err) {
-    log.error({ seq, err }, 'queue message with an unreadable label: its id is not deduplicated');
-    return null;
   }
 }

@@ -330,6 +330,16 @@ export class NatsQueue implements RecordQueue {
     }
   }
 
+  /** Messages the durable consumer has not been delivered yet, plus those delivered and not acked. */
+  async consumerLag(consumer: string): Promise<number> {
+    try {
+      const info = await this.jsm.consumers.info(this.opts.stream, consumer);
+      return info.num_pending + info.num_ack_pending;
+    } catch (err) {
+      throw translate(err, 'consumer info');
+    }
+  }
+
   async check(): Promise<void> {
     if (this.closing || this.nc.isClosed()) throw new DrisError('dependency_unavailable', 'NATS queue is closed');
     try {

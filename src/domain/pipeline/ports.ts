@@ -96,6 +96,8 @@ export interface Chain {
    * contract whose sequence went backwards.
    */
   onReset?(listener: () => void): void;
+  /** The timestamp of the chain's latest block, ms since the epoch (how far behind the node is). */
+  headTimestampMs?(): Promise<number>;
   check(): Promise<void>;
   close(): Promise<void>;
 }
@@ -149,6 +151,8 @@ export interface PipelineStore {
   anchoredBelow(beforeSeq: number | null, limit: number): Promise<BatchRef[]>;
   /** How many batches are Anchored with a batchSeq of at most this. */
   anchoredCountThrough(batchSeq: number): Promise<number>;
+  /** How many batches are in each status now (for metrics). */
+  countByStatus?(): Promise<Record<BatchStatus, number>>;
   getBatch(batchId: string): Promise<Batch | null>;
   putBatch(batch: Batch): Promise<void>;
   /** Several batch rows in one write. */

@@ -93,6 +93,8 @@ export interface RecordQueue {
   check(): Promise<void>;
   /** Dead letters stored (`Delivery.deadLetter`, and messages that never decoded), for health and metrics. */
   deadLetterCount?(): Promise<number>;
+  /** Messages published and not yet acknowledged by this durable consumer, for metrics. */
+  consumerLag?(consumer: string): Promise<number>;
   close(): Promise<void>;
 }
 
