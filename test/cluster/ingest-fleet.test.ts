@@ -25,6 +25,8 @@ function fleetTarget(fleet: Fleet): Target {
       return fleetTarget(fleet);
     },
     dispose: () => fleet.stop(),
+    // Debian 12's HAProxy 2.6 (the local fleet's) resets what it did not drain.
+    resetsEarlyRefusals: true,
   };
 }
 
