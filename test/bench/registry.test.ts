@@ -22,6 +22,8 @@ t.test('a new scenario is one more file in the directory', async (t) => {
     `export const scenario = { name: 'cluster', order: 50, summary: 's', description: 'd', options: [], defaults: { duration: 1, warmup: 0, p99BoundMs: 1 }, plan: () => [], run: async () => ({}) };\n`,
   );
   writeFileSync(path.join(dir, 'helper.js'), 'export const notAScenario = 1;\n');
+  // ES modules by declaration, as bench/ is: left to syntax detection, a loader hook may take them for CommonJS.
+  writeFileSync(path.join(dir, 'package.json'), '{"type":"module"}\n');
   writeFileSync(path.join(dir, 'notes.txt'), 'ignored\n');
   const found = await loadScenarios(dir);
   t.same(found.map((s) => s.name), ['cluster']);

@@ -37,9 +37,23 @@ function frameOffsets(buf: Buffer): number[] {
 function openToOthers(dir: string): string[] {
   const out: string[] = [];
   const walk = (d: string, depth: number): void => {
-    for (const name of readdirSync(d)) {
+    let names: string[];
+    try {
+      names = readdirSync(d);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw err;
+    }
+    for (const name of names) {
       const p = path.join(d, name);
-      const st = lstatSync(p);
+      let st;
+      try {
+        st = lstatSync(p);
+      } catch (err) {
+        // The engine's temporary parts come and go while the service runs.
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+        throw err;
+      }
       if (st.isSymbolicLink()) continue;
       if ((st.mode & 0o077) !== 0) out.push(`${path.relative(dir, p)} ${(st.mode & 0o777).toString(8)}`);
       if (st.isDirectory() && depth < 12) walk(p, depth + 1);
