@@ -136,13 +136,18 @@ t.test('a lost recent anchor behind 10 000 anchored batches is anchored again, a
   t.equal((await chain.anchorOf(old[0]?.batch.merkleRoot ?? ''))?.batchSeq, 1);
 
   // A SIGTERM dumps that state; the supervisor starts anvil again on it.
-  const restarted = async (before: number | undefined): Promise<void> => {
+  // The supervisor swaps in the adapter of the node's new life, then resets: only then is it done.
+  let resets = 0;
+  chain.onReset(() => (resets += 1));
+  const restarted = async (before: number | undefined, resetsBefore: number): Promise<void> => {
     await until('anvil restarted', async () => (node.pid !== before && node.running ? true : undefined));
+    await until('the adapter of the new life in place', async () => (resets > resetsBefore ? true : undefined));
     await until('the chain answering', () => chain.lastSequence().then(() => true, () => undefined));
   };
   const dumped = node.pid;
+  const resetsAtDump = resets;
   process.kill(dumped ?? 0, 'SIGTERM');
-  await restarted(dumped);
+  await restarted(dumped, resetsAtDump);
   t.equal(await chain.lastSequence(), OLD, 'the seeded anchors are in the dumped state');
 
   // The real anchorer anchors the recent batches: sequences 10 001 to 10 020.
@@ -178,8 +183,9 @@ t.test('a lost recent anchor behind 10 000 anchored batches is anchored again, a
   // anvil SIGKILLed: it comes back from the dump, without the recent anchors.
   const killed = node.pid;
   const readsBefore = anchorReads;
+  const resetsAtKill = resets;
   process.kill(killed ?? 0, 'SIGKILL');
-  await restarted(killed);
+  await restarted(killed, resetsAtKill);
   const later = Array.from({ length: LATER }, (_, i) => formed(OLD + RECENT + i + 1));
   await store.saveFormedBatches(later);
   anchorer.enqueue(later);

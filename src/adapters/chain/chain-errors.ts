@@ -103,6 +103,11 @@ export function translateChainError(err: unknown, what: string, iface?: Interfac
   if (isError(err, 'NETWORK_ERROR') || isError(err, 'SERVER_ERROR') || isError(err, 'CANCELLED')) {
     return new DrisError('dependency_unavailable', `${what}: the chain node is unavailable`, { cause: err });
   }
+  if (isError(err, 'UNSUPPORTED_OPERATION') && /provider destroyed/.test(err.message)) {
+    // A request in flight on an adapter being closed (the embedded node's adapter of a past life):
+    // the node is fine, the request is worth sending again.
+    return new DrisError('dependency_unavailable', `${what}: the connection to the chain node was closed`, { cause: err });
+  }
   if (isError(err, 'UNKNOWN_ERROR') || isError(err, 'BAD_DATA') || isError(err, 'NONCE_EXPIRED') || isError(err, 'REPLACEMENT_UNDERPRICED')) {
     // An RPC error the node explained in its own words: the node answered, the request failed.
     return new DrisError('dependency_unavailable', `${what}: the chain node refused the request`, { cause: err });
