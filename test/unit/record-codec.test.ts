@@ -95,6 +95,8 @@ void t.test('a labelled message carries its id and note before the same frames',
 
 void t.test('a frame\'s metadata is the text JSON.stringify writes, escapes included', (t) => {
   const odd = ['plain', 'quote " and \\ backslash', 'line\nbreak\ttab\u0001', 'sep \u2028 \u2029', 'lone \ud800 surrogate', 'pair 😀', 'ü é', ''];
+  // Labels in ASCII: a raw U+2028 in a TAP line is a line break to the reader.
+  const label = (s: string): string => JSON.stringify(s).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
   for (const s of odd) {
     const r = queued({ ...rec(1, '{}'), recordId: s, tenantId: s, correlationId: s, idempotencyKey: s, sourceTimestamp: s });
     const frame = encodeFrame(r);
@@ -105,8 +107,8 @@ void t.test('a frame\'s metadata is the text JSON.stringify writes, escapes incl
       collection: meta.collection, recordId: meta.recordId, recordVersion: meta.recordVersion, operationType: meta.operationType, sourceTimestamp: meta.sourceTimestamp,
       payloadHash: meta.payloadHash, salt: meta.salt, recordHash: meta.recordHash, acceptedAt: meta.acceptedAt, idempotencyKey: meta.idempotencyKey, correlationId: meta.correlationId,
     });
-    t.equal(frame.toString('utf8', 4, 4 + metaLength), want, JSON.stringify(s));
-    t.same(decodeMessage(encodeMessage([frame])), [consumed(r)], `${JSON.stringify(s)} decodes back`);
+    t.equal(frame.toString('utf8', 4, 4 + metaLength), want, label(s));
+    t.same(decodeMessage(encodeMessage([frame])), [consumed(r)], `${label(s)} decodes back`);
   }
   t.end();
 });
