@@ -105,14 +105,17 @@ export class AnchoredFollower {
   }
 
   async #poll(after: string | null, full: boolean): Promise<string | null> {
-    const pollStart = Date.now();
     let cursor: string | null = full ? null : after;
     let keep = after;
     for (;;) {
       const q = `status=Anchored&limit=${PAGE}${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`;
       const r = await request<{ items: SnapshotItem[]; nextCursor: string | null }>(this.svc, 'GET', `/api/v1/snapshots?${q}`, { key: this.key });
       if (r.status !== 200) throw new Error(`snapshot listing answered ${r.status}`);
-      for (const s of r.body.items) this.#take(s, pollStart);
+      // When this page answered: its records were Anchored by then. Not when the poll began: a
+      // poll through a long history takes seconds, and records anchored meanwhile would be seen
+      // before they were even sent.
+      const seenAt = Date.now();
+      for (const s of r.body.items) this.#take(s, seenAt);
       if (r.body.nextCursor === null) {
         // The cursor is opaque: keep the one that led to the last page read.
         if (r.body.items.length > 0 && !full) keep = cursor;

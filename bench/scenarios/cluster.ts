@@ -290,7 +290,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
     optNum(values, 'rate') === undefined && !sweepRequested(values)
       ? 'closed loop: throughput is the maximum; its latency is queueing at that maximum (use --rate or --sweep for latency at a given rate); 202 -> Anchored counts from each actual send'
       : "open loop: latency counted from each request's intended send time (coordinated omission corrected), 202 -> Anchored too",
-    `202 -> Anchored ends at the first snapshot poll through the load balancer (every ${num(values, 'poll-ms')} ms) that showed the record Anchored; records of the warm-up are anchored and waited for but not counted`,
+    `202 -> Anchored ends at the answer of the first snapshot listing page through the load balancer (polled every ${num(values, 'poll-ms')} ms) that showed the record Anchored; records of the warm-up are anchored and waited for but not counted`,
     'CPU per role: user + system time of every process of the role (from /proc) from the start of each load until its last record was Anchored, idle work included, divided by the records accepted in it (warm-up included); RSS at the end',
   );
   return {
