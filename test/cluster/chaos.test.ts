@@ -1,4 +1,5 @@
-import { readFile } from 'node:fs/promises';
+import { cp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { startFleet, type Fleet } from '../harness/fleet.js';
@@ -53,7 +54,17 @@ t.test('chaos: SIGKILLs across the fleet lose, duplicate and double-anchor nothi
       DRIS_ANCHOR_MAX_ATTEMPTS: '1000',
     },
   });
-  t.teardown(() => fleet.stop());
+  t.teardown(async () => {
+    // A failed run keeps every process's log for diagnosis (the fleet's directory is removed).
+    if (!t.passing()) {
+      const kept = path.join(tmpdir(), `dris-chaos-logs-${Date.now()}`);
+      await cp(path.join(fleet.dir, 'logs'), kept, { recursive: true }).then(
+        () => t.comment(`chaos: the fleet's logs are kept in ${kept}`),
+        () => undefined,
+      );
+    }
+    await fleet.stop();
+  });
   const tenants: Tenant[] = [];
   for (const tenantId of ['acme', 'globex']) tenants.push({ tenantId, apiKey: (await fleet.createKey({ tenantId, clientId: 'chaos' })).apiKey });
   const reader = await fleet.createKey({ tenantId: 'acme', clientId: 'auditor', alsoTenants: ['globex'] });
