@@ -52,6 +52,10 @@ t.test('chaos: SIGKILLs across the fleet lose, duplicate and double-anchor nothi
       DRIS_ANCHOR_RETRY_BASE_MS: '500',
       DRIS_ANCHOR_RETRY_MAX_MS: '5000',
       DRIS_ANCHOR_MAX_ATTEMPTS: '1000',
+      // anvil mines at once: an anchor unmined after 30 s was lost with the blocks a SIGKILL took
+      // (the default 10 min suits a public chain). Giving it up frees the anchorer's window, so the
+      // reconciliation that re-anchors lost batches runs within the run's settle time.
+      DRIS_CHAIN_TX_TIMEOUT_MS: '30000',
     },
   });
   t.teardown(async () => {
