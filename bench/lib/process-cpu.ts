@@ -81,12 +81,12 @@ export function treeOf(procs: ReadonlyMap<number, ProcessInfo>, root: number): n
   const children = new Map<number, number[]>();
   for (const p of procs.values()) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p.pid]);
   const out = new Set<number>();
-  const todo = [root];
-  while (todo.length > 0) {
-    const pid = todo.pop() as number;
+  const unvisited = [root];
+  while (unvisited.length > 0) {
+    const pid = unvisited.pop() as number;
     if (!procs.has(pid) || out.has(pid)) continue;
     out.add(pid);
-    todo.push(...(children.get(pid) ?? []));
+    unvisited.push(...(children.get(pid) ?? []));
   }
   return [...out];
 }
