@@ -76,7 +76,9 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   const childEnv: NodeJS.ProcessEnv = { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env };
   // Node flags for the service alone, space-separated (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile a bench run).
   const nodeArgs = (process.env['DRIS_SERVICE_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
-  const argv = [process.execPath, ...nodeArgs, cliPath, 'serve'];
+  // Another build's CLI (an absolute path to its dist/src/cli/dris.js) to measure it with this build's bench: an A/B on one generator.
+  const cli = process.env['DRIS_SERVICE_CLI'] ?? cliPath;
+  const argv = [process.execPath, ...nodeArgs, cli, 'serve'];
   const cmd = [...(options.wrap ?? []), ...(options.pinCpu === undefined ? argv : ['taskset', '-c', options.pinCpu, ...argv])];
   const child = spawn(cmd[0] as string, cmd.slice(1), { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   // Killed when the test process exits or is ended by a signal, with the servers.
