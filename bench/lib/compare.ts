@@ -44,6 +44,8 @@ export function compareResults(oldR: BenchResult, newR: BenchResult, thresholdPc
   differ('CPU', eo.cpuModel, en.cpuModel);
   differ('cores', eo.cores, en.cores);
   differ('Node', eo.node, en.node);
+  // Two builds on one generator: the service's commit is the point of the comparison, said here so it is not mistaken for the bench's.
+  differ('service under test', eo.serviceCli?.commit ?? eo.commit, en.serviceCli?.commit ?? en.commit);
   differ('service hash backend', eo.hashBackend.service ?? eo.hashBackend.bench, en.hashBackend.service ?? en.hashBackend.bench);
   const oldBy = new Map(oldR.headline.map((f) => [f.key, f]));
   const rows: CompareRow[] = [];

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, release, totalmem, type } from 'node:os';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadHashingBackend } from '../../src/adapters/hashing/select-backend.js';
 import { repoRoot } from '../../test/harness/service.js';
@@ -32,12 +33,14 @@ export interface Environment {
   readonly loadAvg1mBefore: number;
   /** Share of all CPUs busy in the 2 s before the run (other work on the machine). */
   readonly cpuBusyBeforePercent: number | null;
+  /** Another build's CLI started as the service under test (DRIS_SERVICE_CLI), with its checkout's commit; null: this build's. */
+  readonly serviceCli: { readonly path: string; readonly commit: string | null } | null;
   /** CPU sets of the service under test and of the generator, when pinned. */
   pinning: { readonly server: string; readonly generator: string } | null;
 }
 
-function git(args: string[]): string | null {
-  const r = spawnSync('git', args, { cwd: repoRoot, encoding: 'utf8', timeout: 10_000 });
+function git(args: string[], cwd = repoRoot): string | null {
+  const r = spawnSync('git', args, { cwd, encoding: 'utf8', timeout: 10_000 });
   return r.status === 0 ? r.stdout.trim() : null;
 }
 
@@ -85,6 +88,7 @@ export async function captureEnvironment(hashBackend: string): Promise<Environme
   const before = cpuTimes();
   await sleep(2000);
   const status = git(['status', '--porcelain', '--untracked-files=no']);
+  const serviceCli = process.env['DRIS_SERVICE_CLI'];
   return {
     cpuModel: cpus()[0]?.model.trim() ?? 'unknown',
     cores: availableParallelism(),
@@ -98,6 +102,7 @@ export async function captureEnvironment(hashBackend: string): Promise<Environme
     hashBackend: { bench: hashBackend, service: null },
     loadAvg1mBefore: Math.round((loadavg()[0] ?? 0) * 100) / 100,
     cpuBusyBeforePercent: busyPercent(before, cpuTimes()),
+    serviceCli: serviceCli === undefined ? null : { path: serviceCli, commit: git(['rev-parse', 'HEAD'], path.dirname(serviceCli)) },
     pinning: null,
   };
 }
@@ -105,7 +110,9 @@ export async function captureEnvironment(hashBackend: string): Promise<Environme
 export function describeEnvironment(e: Environment): string {
   const commit = e.commit === null ? 'no git' : `${e.commit.slice(0, 12)}${e.commitDirty === true ? '+dirty' : ''}`;
   const pin = e.pinning === null ? 'not pinned' : `server on CPU ${e.pinning.server}, generator on CPU ${e.pinning.generator}`;
+  const other = e.serviceCli === null ? [] : [`service under test: ${e.serviceCli.path} (commit ${e.serviceCli.commit?.slice(0, 12) ?? 'unknown'}), not this build's`];
   return [
+    ...other,
     `${e.cpuModel}, ${e.cores} cores, ${e.memoryGiB} GiB, ${e.os} ${e.kernel}, Node ${e.node}, commit ${commit}`,
     `hash backend: bench ${e.hashBackend.bench}, service ${e.hashBackend.service ?? 'n/a'}; ${pin}; machine busy before the run ${e.cpuBusyBeforePercent ?? 'n/a'} %, load average ${e.loadAvg1mBefore}`,
   ].join('\n');

@@ -61,6 +61,16 @@ t.test('environment differences are listed and unmatched figures named', (t) => 
   t.end();
 });
 
+t.test('another build started as the service under test is named by its commit', (t) => {
+  const a = syntheticResult(1);
+  const b = syntheticResult(1);
+  const older = { ...a, environment: { ...a.environment, serviceCli: { path: '/old/dist/src/cli/dris.js', commit: 'aaaaaaaaaaaa' } } };
+  const c = compareResults(older, b, 10);
+  t.ok(c.environmentNotes.includes(`service under test differs: aaaaaaaaaaaa -> ${b.environment.commit ?? ''}`));
+  t.same(compareResults(a, b, 10).environmentNotes, [], 'one build on both sides: nothing to say');
+  t.end();
+});
+
 t.test('a file that is not a bench result is refused with exit 2', (t) => {
   const bad = writeResultFile(dir, 'bad.json', { hello: 1 } as never);
   const r = compare(bad, bad);

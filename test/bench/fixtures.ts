@@ -71,6 +71,7 @@ export function syntheticResult(scale = 1, scenario = 'ingest'): BenchResult {
       hashBackend: { bench: 'native', service: 'native' },
       loadAvg1mBefore: 0.1,
       cpuBusyBeforePercent: 3,
+      serviceCli: null,
       pinning: { server: '0', generator: '1' },
     },
     warmupSeconds: 2,
