@@ -108,6 +108,22 @@ function clientLogClass(log: Logger): new () => ClientLogger {
   };
 }
 
+/** A load balancer drops an HTTP request silent for longer than its idle timeout; 60 s is common. */
+const PROGRESS_INTERVAL_MS = 50_000;
+
+/**
+ * A client for one statement allowed `timeoutMs` (a migration): the server sends progress headers
+ * while it runs, so a proxy in between does not take the long silence for a dead connection.
+ */
+function longStatementConfig(base: ClickHouseClientConfigOptions, timeoutMs: number): ClickHouseClientConfigOptions {
+  return {
+    ...base,
+    request_timeout: timeoutMs,
+    max_open_connections: 1,
+    clickhouse_settings: { ...base.clickhouse_settings, send_progress_in_http_headers: 1, http_headers_progress_interval_ms: String(PROGRESS_INTERVAL_MS) },
+  };
+}
+
 export class ClickHouseClientRunner implements SqlRunner {
   readonly parallelQueries: number;
   readonly #config: ClickHouseClientConfigOptions;
@@ -136,7 +152,7 @@ export class ClickHouseClientRunner implements SqlRunner {
   async exec(sql: string, params?: SqlParams, options?: ExecOptions): Promise<void> {
     // The client's limit is one for all its requests: a statement allowed longer gets a client of
     // its own (migrations only, a few per start).
-    const own = options?.timeoutMs === undefined ? null : createClient({ ...this.#config, request_timeout: options.timeoutMs, max_open_connections: 1 });
+    const own = options?.timeoutMs === undefined ? null : createClient(longStatementConfig(this.#config, options.timeoutMs));
     try {
       await (own ?? this.#client).command({ query: sql, ...(params === undefined ? {} : { query_params: params }) });
     } catch (err) {

@@ -1,4 +1,5 @@
 import { envelopeOf, type AcceptedRecord, type OutgoingRecord } from '../../domain/records/types.js';
+import { jsonString as str, jsonStringOrNull as strOrNull } from '../../util/json-text.js';
 
 /**
  * The bytes of a queue message: the records published together, each as its metadata (JSON) and
@@ -81,18 +82,6 @@ export function encodeRecords(records: readonly OutgoingRecord[], label?: Messag
   let at = writeLabel(out, label);
   for (let i = 0; i < records.length; i++) at = writeFrame(out, at, metas[i] as string, records[i] as OutgoingRecord);
   return out;
-}
-
-/** Characters JSON.stringify escapes; a string without them is itself between quotes. */
-// eslint-disable-next-line no-control-regex -- control characters are exactly what JSON escapes
-const NEEDS_ESCAPE = /["\\\u0000-\u001f\u2028\u2029\ud800-\udfff]/;
-
-function str(v: string): string {
-  return NEEDS_ESCAPE.test(v) ? JSON.stringify(v) : '"' + v + '"';
-}
-
-function strOrNull(v: string | null): string {
-  return v === null ? 'null' : str(v);
 }
 
 /** Whether every member metaJson writes is a string (or null where it may be): else JSON.stringify decides. */

@@ -1,5 +1,6 @@
 import type { IngestOutcome } from '../../../app/ingest-service.js';
 import { DrisError } from '../../../errors/dris-error.js';
+import { bulkAnswerJson, ingestAnswerJson } from '../../ingest-answer-json.js';
 import { principalOf } from '../../params.js';
 import type { RequestContext } from '../../router.js';
 import { error, type RouteSpec } from '../../route-spec.js';
@@ -30,8 +31,16 @@ export const IDEMPOTENCY_REFUSALS = error('The idempotency key was used for a di
  * await), the outcome comes back as 202.
  */
 export function ingestHandler(kind: 'ingestOne' | 'ingestBulk'): RouteSpec['bind'] {
+  if (kind === 'ingestOne') {
+    return api((s) => async (ctx) => {
+      const out = await s.ingest.ingestOne(principalOf(ctx), ctx.body, idempotencyKeyOf(ctx), ctx.correlationId);
+      return { status: ingestStatus(out), contentType: JSON_TYPE, body: ingestAnswerJson(out.body) };
+    });
+  }
   return api((s) => async (ctx) => {
-    const out = await s.ingest[kind](principalOf(ctx), ctx.body, idempotencyKeyOf(ctx), ctx.correlationId);
-    return { status: ingestStatus(out), body: out.body };
+    const out = await s.ingest.ingestBulk(principalOf(ctx), ctx.body, idempotencyKeyOf(ctx), ctx.correlationId);
+    return { status: ingestStatus(out), contentType: JSON_TYPE, body: bulkAnswerJson(out.body) };
   });
 }
+
+const JSON_TYPE = 'application/json';
