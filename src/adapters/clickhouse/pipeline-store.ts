@@ -3,6 +3,7 @@ import type { FormedBatch } from '../../domain/pipeline/batch-formation.js';
 import type { PipelineStore, RecordTrace, SnapshotQuery } from '../../domain/pipeline/ports.js';
 import type { Batch, BatchRef, BatchStatus, LifecycleEntry, Snapshot } from '../../domain/pipeline/types.js';
 import type { ClickHouseDatabase } from './database.js';
+import { encodeInSlices, ENCODE_SLICE_ROWS } from './encode-in-slices.js';
 import { lookupLinesOf, LOOKUP_LINES_SETTINGS, readLookup } from './evidence-rows.js';
 import { BATCH_COLUMNS, epochOfVersion, epochVersion, nextMicros, REF_COLUMNS, SNAPSHOT_COLUMNS, toBatch, toRef, toSnapshot, type BatchRow, type RefRow, type SnapshotRow } from './pipeline-rows.js';
 import { MAX_PAGE_LIMIT } from './schema.js';
@@ -149,9 +150,11 @@ export class ClickHousePipelineStore implements PipelineStore {
       })),
     );
     // One insert per table for all the batches; the batch rows, written last, are the commit marker.
+    const evidenceParts: Buffer[] = [];
+    for (const f of formed) evidenceParts.push(await encodeInSlices(f.records, ENCODE_SLICE_ROWS, (records) => lookupLinesOf(records, f.assignments, version)));
     await Promise.all([
       this.#runner.insertJsonEachRow(`${this.#db}.record_leaves`, leaves),
-      this.#runner.insertJsonLines(`${this.#db}.record_evidence`, Buffer.concat(formed.map((f) => lookupLinesOf(f.records, f.assignments, version))), LOOKUP_LINES_SETTINGS),
+      this.#runner.insertJsonLines(`${this.#db}.record_evidence`, Buffer.concat(evidenceParts), LOOKUP_LINES_SETTINGS),
       this.#runner.insertJsonEachRow(`${this.#db}.snapshots`, formed.flatMap((f) => f.snapshots.map((s) => this.#snapshotRow(s, epoch)))),
       this.#runner.insertJsonEachRow(`${this.#db}.snapshot_lifecycle`, this.#lifecycleRows(formed.flatMap((f) => f.lifecycle), epoch)),
     ]);

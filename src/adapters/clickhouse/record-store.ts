@@ -3,6 +3,7 @@ import type { AcceptedRecord, Page, RecordQuery, RecordSummary } from '../../dom
 import { componentLogger, type Logger } from '../../util/logger.js';
 import { CountedInsert } from './counted-insert.js';
 import type { ClickHouseDatabase } from './database.js';
+import { encodeInSlices, ENCODE_SLICE_ROWS } from './encode-in-slices.js';
 import { GroupCommit, type GroupCommitOptions } from './group-commit.js';
 import { existingIngestIdsSql, recordsPageSql } from './record-sql.js';
 import { recordLines, RECORD_LINES_SETTINGS, toPendingRecord, toRecordSummary, type PendingRecord, type RecordSummaryRow } from './record-rows.js';
@@ -75,7 +76,7 @@ export class ClickHouseRecordStore implements RecordIndex {
     const present = await this.#presentKeys([...unique.values()]);
     const rows: PendingRecord[] = [];
     for (const [k, p] of unique) if (!present.has(k)) rows.push(p);
-    if (rows.length > 0) await this.#inserts.writeLines(recordLines(rows), rows.length, RECORD_LINES_SETTINGS);
+    if (rows.length > 0) await this.#inserts.writeLines(await encodeInSlices(rows, ENCODE_SLICE_ROWS, recordLines), rows.length, RECORD_LINES_SETTINGS);
     this.#duplicatesSkipped += pending.length - rows.length;
   }
 
