@@ -2,10 +2,11 @@ import { Interface } from 'ethers';
 import t, { type Test } from 'tap';
 import { ANVIL_DEV_PRIVATE_KEYS } from '../../src/adapters/chain/anvil-node.js';
 import { ANCHOR_READER_ABI } from '../../src/adapters/chain/anchor-reader.js';
-import { EthersChain } from '../../src/adapters/chain/ethers-chain.js';
+import { EthersChain, type TxSubmission } from '../../src/adapters/chain/ethers-chain.js';
 import { loadHashingBackend } from '../../src/adapters/hashing/select-backend.js';
 import { Anchorer } from '../../src/app/anchorer.js';
 import { formBatch, type FormedBatch } from '../../src/domain/pipeline/batch-formation.js';
+import { toDrisError } from '../../src/errors/dris-error.js';
 import { setLogLevel } from '../../src/util/logger.js';
 import { ensureContractArtifact, startAnvil, type TestAnvil } from '../harness/anvil.js';
 import { MemoryPinner, MemoryStore, record } from '../harness/pipeline-memory.js';
@@ -160,4 +161,60 @@ void t.test('the term ends while anchors are in flight and their blocks are lost
   await r.anchorer.start(2);
   t.teardown(() => r.anchorer.stop());
   await assertAllAnchoredOnce(t, r);
+});
+
+void t.test('the chain adapter: an anchor given up is not sent again; a health check notices lost blocks with nothing awaited', async (t) => {
+  const anvil = await startAnvil();
+  t.teardown(() => anvil.stop());
+  const submissions: TxSubmission[] = [];
+  const chain = await EthersChain.connect({
+    rpcUrl: anvil.rpcUrl,
+    chainId: anvil.chainId,
+    signer: { privateKey: ANCHORER_KEY ?? '' },
+    deployIfMissing: true,
+    // Replaced after 1 s unmined: a follow left running would show as a second submission.
+    replaceAfterMs: 1_000,
+    pollIntervalMs: 100,
+    // Anchors only (the deployment is reported too).
+    onTransaction: (s) => void (s.batchSeq === undefined ? undefined : submissions.push(s)),
+  });
+  t.teardown(() => chain.close());
+  let resets = 0;
+  chain.onReset(() => (resets += 1));
+  const [a, b] = [formed(1), formed(2)];
+  const request = (f: FormedBatch, batchSeq: number) => ({ batchSeq, merkleRoot: f.batch.merkleRoot, recordCount: 3, batchId: f.batch.batchId, manifestCid: 'bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku' });
+
+  await anvil.rpc('evm_setAutomine', [false]);
+  const term = new AbortController();
+  const given = chain.anchor(request(a, 1), { signal: term.signal }).then(
+    () => 'mined',
+    (err: unknown) => String(toDrisError(err).extra['reason']),
+  );
+  await waitFor(() => submissions.length === 1, 'the anchor broadcast', 10_000);
+  term.abort();
+  t.equal(await given, 'abandoned', 'the anchor given up rejects at once');
+  await new Promise((r) => setTimeout(r, 2_500));
+  t.equal(submissions.length, 1, 'and no version of it is sent after (past the replacement delay twice)');
+  const refused = await chain.anchor(request(b, 1), { signal: term.signal }).then(
+    () => 'sent',
+    (err: unknown) => String(toDrisError(err).extra['reason']),
+  );
+  t.equal(refused, 'abandoned', 'an anchor of a term that ended is not sent');
+  t.equal(submissions.length, 1);
+
+  // The next sender takes the nonce over: one anchor on chain.
+  await anvil.rpc('anvil_dropAllTransactions');
+  await anvil.rpc('evm_setAutomine', [true]);
+  const snapshot = await anvil.rpc<string>('evm_snapshot');
+  await chain.anchor(request(a, 1));
+  t.equal(await chain.lastSequence(), 1);
+
+  // Blocks lost with nothing awaited: the next health check finds the head behind.
+  t.equal(await anvil.rpc('evm_revert', [snapshot]), true);
+  t.equal(resets, 0, 'nothing noticed yet');
+  await chain.check();
+  await waitFor(() => resets === 1, 'the rewind noticed by a health check', 10_000);
+  t.equal(await chain.lastSequence(), 0, 'the anchor is gone from the contract');
+  await chain.anchor(request(a, 1));
+  t.equal(await chain.lastSequence(), 1, 'and anchored again on a nonce read afresh');
 });
