@@ -53,8 +53,8 @@ interface Rig {
   readonly resets: () => number;
 }
 
-async function rig(t: Test): Promise<Rig> {
-  const anvil = await startAnvil();
+async function rig(t: Test, count = MINED + IN_FLIGHT, anvilOptions: Parameters<typeof startAnvil>[0] = {}): Promise<Rig> {
+  const anvil = await startAnvil(anvilOptions);
   t.teardown(() => anvil.stop());
   // Defaults for the timeout, the replacement delay and the poll interval: as deployed.
   const chain = await EthersChain.connect({ rpcUrl: anvil.rpcUrl, chainId: anvil.chainId, signer: { privateKey: ANCHORER_KEY ?? '' }, deployIfMissing: true });
@@ -63,7 +63,7 @@ async function rig(t: Test): Promise<Rig> {
   chain.onReset(() => (resets += 1));
   const store = new MemoryStore();
   const anchorer = new Anchorer(store, new MemoryPinner(), chain, hashing, { maxAttempts: 6, baseDelayMs: 200, maxDelayMs: 2_000, idleMs: 100 });
-  const batches = Array.from({ length: MINED + IN_FLIGHT }, (_, i) => formed(i + 1));
+  const batches = Array.from({ length: count }, (_, i) => formed(i + 1));
   return { anvil, chain, store, anchorer, batches, resets: () => resets };
 }
 
@@ -160,6 +160,34 @@ void t.test('the term ends while anchors are in flight and their blocks are lost
   stopped = true;
   await r.anchorer.start(2);
   t.teardown(() => r.anchorer.stop());
+  await assertAllAnchoredOnce(t, r);
+});
+
+void t.test('anvil SIGKILLed and restarted from an older state dump, as in the cluster chaos run: everything anchored once', async (t) => {
+  // No periodic dump: the state file is the one the SIGTERM below writes, and nothing later.
+  const r = await rig(t, 12, { stateIntervalSec: 3600 });
+  const { anvil, store, anchorer, batches } = r;
+  await anchorer.start(1);
+  t.teardown(() => anchorer.stop());
+  const send = async (from: number, to: number): Promise<void> => {
+    const some = batches.slice(from, to);
+    await store.saveFormedBatches(some);
+    anchorer.enqueue(some);
+  };
+  await send(0, 4);
+  await waitFor(() => anchoredCount(store) === 4, 'the first batches anchored', 30_000);
+  await anvil.node.stop();
+  await anvil.node.start();
+  // Anchored after the dump: lost with the SIGKILL.
+  await send(4, 8);
+  await waitFor(() => anchoredCount(store) === 8, 'the next batches anchored', 30_000);
+  await anvil.rpc('evm_setAutomine', [false]);
+  await send(8, 12);
+  await waitFor(async () => Number.parseInt((await anvil.rpc<{ pending: string }>('txpool_status')).pending, 16) === 4, 'the window of anchors in the pool', 30_000);
+  await anvil.node.kill('SIGKILL');
+  await new Promise((res) => setTimeout(res, 1_000));
+  await anvil.node.start();
+  t.equal(await r.chain.lastSequence(), 4, 'the node came back without the anchors after its dump');
   await assertAllAnchoredOnce(t, r);
 });
 
