@@ -1,5 +1,6 @@
 import type { TransactionReceipt } from 'ethers';
 import { DrisError } from '../../errors/dris-error.js';
+import { translateChainError } from './chain-errors.js';
 import { PendingTx, type Fees, type TxIntent, type TxSenderOptions } from './tx-pending.js';
 import { RewindWatch, type RewindSuspicion } from './rewind-watch.js';
 
@@ -108,11 +109,6 @@ export class TxSender {
     this.rewindListeners.push(listener);
   }
 
-  /** Rewinds confirmed so far; a transaction remembers the count it was sent under. */
-  get rewindCount(): number {
-    return this.rewinds;
-  }
-
   /**
    * Reads the head and the account's mined count and compares them with what was seen
    * (RewindWatch); at most once per poll interval unless `force`, one read shared by every caller.
@@ -123,7 +119,7 @@ export class TxSender {
     if (!force && Date.now() - this.lastRewindCheckAt < this.o.pollIntervalMs) return Promise.resolve();
     this.lastRewindCheckAt = Date.now();
     this.rewindCheck = this.readForRewind()
-      .catch((err: unknown) => this.o.logger.debug({ err }, 'the rewind check could not read the chain'))
+      .catch((err: unknown) => this.o.logger.debug({ code: translateChainError(err, 'rewind check').code }, 'the rewind check could not read the chain'))
       .finally(() => {
         this.rewindCheck = null;
       });
