@@ -1,4 +1,4 @@
-import { DrisError } from '../errors/dris-error.js';
+import { DrisError, toDrisError } from '../errors/dris-error.js';
 import type { Chain } from '../domain/pipeline/ports.js';
 import type { Batch } from '../domain/pipeline/types.js';
 import type { Logger } from '../util/logger.js';
@@ -52,4 +52,15 @@ export async function firstSlot(chain: Chain, previousBatch: Batch | null, lastM
   }
   const previous = previousBatch === null || previousBatch.manifestCid === null ? null : { batchId: previousBatch.batchId, merkleRoot: previousBatch.merkleRoot, cid: previousBatch.manifestCid };
   return { action: 'send', batchSeq: lastOnChain + 1, previous, mark: check.mark };
+}
+
+/**
+ * An anchor the chain adapter abandoned (Chain.anchor): the chain went back after it was sent
+ * ('chain_rewound'), or the term gave it up ('abandoned'). Not a failure of its batch.
+ */
+export function abandonedAnchor(err: unknown): 'chain_rewound' | 'abandoned' | null {
+  const e = toDrisError(err);
+  const reason = e.extra['reason'];
+  if (e.code !== 'dependency_unavailable') return null;
+  return reason === 'chain_rewound' || reason === 'abandoned' ? reason : null;
 }

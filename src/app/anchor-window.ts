@@ -96,4 +96,20 @@ export class AnchorWindow {
       return back;
     }
   }
+
+  /**
+   * Empties the window at the end of a term: each anchor is awaited (given up by then, so promptly)
+   * and recorded when it was mined; the others are left, uncounted, to be taken up again.
+   */
+  async drain(confirmed: (f: InFlight, r: AnchorReceipt) => void, log: Logger): Promise<void> {
+    const all = this.inflight.splice(0);
+    this.forgetSequence();
+    for (const f of all) {
+      try {
+        confirmed(f, await f.receipt);
+      } catch (err) {
+        log.info({ batchId: f.batch.batchId, code: toDrisError(err).code }, 'anchor given up with the term; taken up again later');
+      }
+    }
+  }
 }

@@ -3,7 +3,7 @@ import type { HashingBackend } from '../domain/hashing/port.js';
 import type { AnchorReceipt, Chain, PipelineStore, Pinner } from '../domain/pipeline/ports.js';
 import type { Batch, Snapshot } from '../domain/pipeline/types.js';
 import { componentLogger, type Logger } from '../util/logger.js';
-import { anchorFoundOnChain, firstSlot } from './anchor-chain-reads.js';
+import { abandonedAnchor, anchorFoundOnChain, firstSlot } from './anchor-chain-reads.js';
 import { anchoredBatch, AnchoredMarks, type AnchorCost } from './anchor-marks.js';
 import { AnchorReconciler, DEFAULT_RECONCILE_OPTIONS, type ReconcileOptions, type ReconcileResult } from './anchor-reconciler.js';
 import { markBatchFailed, requeueFailedSnapshot, RETRY_REQUESTED, transitionSnapshots } from './anchor-transitions.js';
@@ -29,6 +29,10 @@ export { requeueFailedSnapshot } from './anchor-transitions.js';
  * state, when the contract's sequence is found behind (or ahead of) the highest batchSeq recorded,
  * and every `reconcileIntervalMs`. Until it completes nothing new is anchored, so lost batches take
  * back their places in order and the manifests' previous links stay a chain.
+ *
+ * Blocks lost (Chain.onReset): the adapter abandons the window's anchors at once, they go back
+ * uncounted, and a reconciliation comes first. A term that ends gives its anchors up (none is sent
+ * again; those mined are recorded, the others left to the next term). docs/operations.md.
  *
  * Every write goes through the store of the current term (`start(epoch, store)`), fenced by its
  * epoch: a stale leader's late writes never replace its successor's rows.
@@ -97,6 +101,8 @@ export class Anchorer {
   private readonly reconciler: AnchorReconciler;
   /** The leadership term this loop runs in. */
   private epoch = 1;
+  /** Aborted when the term ends: its anchors are given up (AnchorOptions.signal). */
+  private termAbort = new AbortController();
   /** The store of the term: its writes carry the term's epoch. */
   private store: PipelineStore;
 
@@ -116,7 +122,7 @@ export class Anchorer {
     this.marks = new AnchoredMarks(() => this.store, this.log, () => this.epoch, () => this.pending.markStale(), this.events);
     this.pending = new PendingBatches(() => this.store, (id) => this.taken(id), () => this.marks.batchIds(), options.idleMs);
     this.reconciler = new AnchorReconciler(chain, pinner, this.log, options.reconcile ?? DEFAULT_RECONCILE_OPTIONS, this.events);
-    chain.onReset?.(() => this.requestReconcile());
+    chain.onReset?.(() => this.chainWentBack());
   }
 
   /** Nudges the loop (a batch was formed or retried). */
@@ -144,6 +150,12 @@ export class Anchorer {
     this.notify();
   }
 
+  /** The chain lost blocks: a reconciliation comes first, and then the contract's sequence. */
+  private chainWentBack(): void {
+    this.window.forgetSequence();
+    this.requestReconcile();
+  }
+
   /** Reconciles before the next anchor (the chain may have lost recent anchors). */
   requestReconcile(): void {
     this.reconcileWanted = true;
@@ -158,6 +170,7 @@ export class Anchorer {
   async start(epoch = 1, store: PipelineStore = this.baseStore.fenced(epoch)): Promise<void> {
     if (this.running) return;
     this.running = true;
+    this.termAbort = new AbortController();
     this.epoch = epoch;
     this.store = store;
     this.pending.reset();
@@ -175,6 +188,8 @@ export class Anchorer {
 
   async stop(): Promise<void> {
     this.running = false;
+    // Before the loop is awaited: it ends with the window, whose anchors are given up now.
+    this.termAbort.abort();
     this.feed?.unsubscribe();
     this.feed = null;
     this.notify();
@@ -213,7 +228,8 @@ export class Anchorer {
       }
       if (!worked && this.running) await this.idle();
     }
-    while (!this.window.empty) await this.settleOldest().catch((err: unknown) => this.log.error({ err }, 'anchoring loop error'));
+    // The term is over: those mined are recorded, the others are the next term's, uncounted.
+    await this.window.drain((f, r) => this.confirmed(f, r), this.log).catch((err: unknown) => this.log.error({ err }, 'anchoring loop error'));
   }
 
   /** Waits `idleMs`, or until nudged (`notify`). */
@@ -279,7 +295,10 @@ export class Anchorer {
       await this.prepared.prepareAhead(batch, batchSeq, manifest.cid, this.pending.dueAhead(PIN_AHEAD));
       const snapshots = this.pending.snapshotsOf(batch.batchId);
       await manifest.pinned;
-      const receipt = this.chain.anchor({ batchSeq, merkleRoot: batch.merkleRoot, recordCount: batch.treeSize, batchId: batch.batchId, manifestCid: manifest.cid });
+      const receipt = this.chain.anchor(
+        { batchSeq, merkleRoot: batch.merkleRoot, recordCount: batch.treeSize, batchId: batch.batchId, manifestCid: manifest.cid },
+        { signal: this.termAbort.signal },
+      );
       // Settled in order by settleOldest; until then a rejection is not unhandled.
       receipt.catch(() => undefined);
       this.window.sent({ batch, attempt, batchSeq, previous, cid: manifest.cid, snapshots, receipt });
@@ -295,7 +314,10 @@ export class Anchorer {
   private async settleOldest(): Promise<void> {
     const back = await this.window.settleOldest(
       (f, r) => this.confirmed(f, r),
-      (f, err) => this.attemptFailed(f.batch, f.attempt, err),
+      (f, err) => {
+        const why = abandonedAnchor(err);
+        return why === null ? this.attemptFailed(f.batch, f.attempt, err) : this.abandoned(f.batch, why);
+      },
       this.log,
     );
     // Before anything not sent yet, the failed one first (in its backoff).
@@ -305,6 +327,15 @@ export class Anchorer {
   private confirmed(f: InFlight, r: AnchorReceipt): void {
     const cost: AnchorCost = { gasUsed: r.gasUsed ?? null, feeWei: r.feeWei ?? null };
     this.markAnchored(f.batch, f.batchSeq, f.cid, f.previous, { txHash: r.txHash, blockNumber: r.blockNumber, atSec: r.blockTimestamp }, false, f.snapshots, cost);
+  }
+
+  /** An anchor the chain adapter gave up: not a failure of its batch, back in its place uncounted. */
+  private abandoned(batch: Batch, why: 'chain_rewound' | 'abandoned'): Promise<Batch> {
+    this.prepared.clear();
+    if (why === 'chain_rewound') this.chainWentBack();
+    else this.window.forgetSequence();
+    this.log.info({ batchId: batch.batchId, reason: why }, 'anchor abandoned by the chain adapter; taken up again');
+    return Promise.resolve(batch);
   }
 
   /**

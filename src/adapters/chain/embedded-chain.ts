@@ -3,7 +3,7 @@ import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DrisError } from '../../errors/dris-error.js';
-import type { AnchorReceipt, AnchorRequest, Chain, ChainInfo, OnChainAnchor } from '../../domain/pipeline/ports.js';
+import type { AnchorOptions, AnchorReceipt, AnchorRequest, Chain, ChainInfo, OnChainAnchor } from '../../domain/pipeline/ports.js';
 import { componentLogger, type Logger } from '../../util/logger.js';
 import { ANVIL_DEFAULT_CHAIN_ID, ANVIL_DEV_ANCHORER_KEY, AnvilNode } from './anvil-node.js';
 import { EthersChain, type AnchorEvent, type Deployment, type EthersChainOptions } from './ethers-chain.js';
@@ -63,6 +63,14 @@ export class SupervisedChain implements Chain {
     private readonly log: Logger,
   ) {
     this.current = initial;
+    this.follow(initial);
+  }
+
+  /** Blocks lost within a life (found by its adapter) are a reset too; a life swapped out stays quiet. */
+  private follow(adapter: EthersChain): void {
+    adapter.onReset(() => {
+      if (this.current === adapter) this.reset();
+    });
   }
 
   /** Set when the adapter of the node's current life deployed the contract. */
@@ -78,6 +86,7 @@ export class SupervisedChain implements Chain {
   swap(next: EthersChain): EthersChain {
     const previous = this.current;
     this.current = next;
+    this.follow(next);
     return previous;
   }
 
@@ -104,8 +113,8 @@ export class SupervisedChain implements Chain {
     return this.current.lastSequence();
   }
 
-  anchor(request: AnchorRequest): Promise<AnchorReceipt> {
-    return this.current.anchor(request);
+  anchor(request: AnchorRequest, options?: AnchorOptions): Promise<AnchorReceipt> {
+    return this.current.anchor(request, options);
   }
 
   anchorOf(merkleRoot: string): Promise<OnChainAnchor | null> {

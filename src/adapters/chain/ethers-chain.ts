@@ -1,6 +1,6 @@
 import { Contract, getAddress, isAddress, isError, type Log, type TransactionReceipt } from 'ethers';
 import { DrisError } from '../../errors/dris-error.js';
-import type { AnchorReceipt, AnchorRequest, Chain, ChainInfo, OnChainAnchor } from '../../domain/pipeline/ports.js';
+import type { AnchorOptions, AnchorReceipt, AnchorRequest, Chain, ChainInfo, OnChainAnchor } from '../../domain/pipeline/ports.js';
 import { BlockRangePager, DEFAULT_LOG_BLOCK_RANGE } from './block-range-pager.js';
 import { translateChainError } from './chain-errors.js';
 import { NonceConflict, type SentTransaction, type TxSubmission } from './tx-sender.js';
@@ -15,7 +15,8 @@ import { behindOwnAnchors, validateRequest } from './anchor-request-checks.js';
  * at a configured address, or deployed on first start of the embedded chain. Anchors go through
  * one ordered stream (TxSender): each is simulated and broadcast in call order, so the contract's
  * refusals come back decoded as DrisError('invalid_state') without spending gas, and awaits its
- * confirmations while the next ones are sent.
+ * confirmations while the next ones are sent. A chain found to have gone back (tx-sender.ts)
+ * abandons the anchors awaited and tells the `onReset` listeners, which reconcile.
  */
 
 export type { TxSubmission } from './tx-sender.js';
@@ -85,6 +86,8 @@ export class EthersChain implements Chain {
     this.contract = new Contract(contractAddress, rt.artifact.abi, rt.wallet.connect(rt.provider));
     this.queue = new SerialQueue(options.maxQueued ?? 16);
     this.pager = new BlockRangePager(options.logBlockRange ?? DEFAULT_LOG_BLOCK_RANGE);
+    // The anchors awaited are abandoned: none of them is an anchor of ours ahead of the contract.
+    rt.sender.onRewind(() => this.unconfirmed.clear());
     this.chainInfo = {
       chainId: rt.chainId,
       contractAddress,
@@ -173,10 +176,10 @@ export class EthersChain implements Chain {
    * Anchors are simulated and broadcast one at a time, in call order; each then awaits its
    * confirmations on its own, so the caller may send the next sequence before this one is mined.
    */
-  async anchor(request: AnchorRequest): Promise<AnchorReceipt> {
+  async anchor(request: AnchorRequest, options: AnchorOptions = {}): Promise<AnchorReceipt> {
     this.assertOpen();
     validateRequest(request);
-    const confirmed = this.anchorOnce(request, 2);
+    const confirmed = this.anchorOnce(request, 2, options.signal);
     this.confirming.add(confirmed);
     try {
       return await confirmed;
@@ -185,14 +188,18 @@ export class EthersChain implements Chain {
     }
   }
 
-  private async anchorOnce(request: AnchorRequest, conflictRetries: number): Promise<AnchorReceipt> {
-    const sent = await this.queue.run(() => this.sendInOrder(request));
+  private async anchorOnce(request: AnchorRequest, conflictRetries: number, signal: AbortSignal | undefined): Promise<AnchorReceipt> {
+    const sent = await this.queue.run(() => {
+      // Given up while it waited its turn: nothing is sent for it.
+      if (signal?.aborted === true) throw new DrisError('dependency_unavailable', 'the anchor was abandoned before it was sent', { extra: { reason: 'abandoned' } });
+      return this.sendInOrder(request);
+    });
     let receipt: TransactionReceipt;
     try {
-      receipt = await sent.confirmed();
+      receipt = await sent.confirmed(signal);
     } catch (err) {
       if (err instanceof NonceConflict) {
-        if (conflictRetries > 0) return this.anchorOnce(request, conflictRetries - 1);
+        if (conflictRetries > 0) return this.anchorOnce(request, conflictRetries - 1, signal);
         throw new DrisError('dependency_unavailable', 'another sender keeps using the anchorer nonce', { cause: err });
       }
       throw err;
@@ -368,13 +375,21 @@ export class EthersChain implements Chain {
     }
   }
 
+  /** Called when the chain is found to have gone back (blocks lost: a node restored from an older state, a reorg). */
+  onReset(listener: () => void): void {
+    this.rt.sender.onRewind(listener);
+  }
+
   async check(): Promise<void> {
     this.assertOpen();
+    let head: number;
     try {
-      await withTimeout(this.rt.provider.getBlockNumber(), this.options.checkTimeoutMs ?? 2_000, 'chain check');
+      head = await withTimeout(this.rt.provider.getBlockNumber(), this.options.checkTimeoutMs ?? 2_000, 'chain check');
     } catch (err) {
       throw translateChainError(err, 'chain check');
     }
+    // A head behind one seen is looked into even with nothing awaited (an Anchored recorded lost).
+    this.rt.sender.observeHead(head);
   }
 
   /** Refuses new work, ends the anchors in flight (their hashes are in the errors), frees the provider. */

@@ -79,7 +79,11 @@ export interface PendingHost {
   readonly address: string;
   bump(previous: Fees, current: Fees): Fees;
   currentFees(): Promise<Fees>;
-  noteMined(hash: string, nonce: number): void;
+  noteMined(hash: string, nonce: number, blockNumber: number): void;
+  /** Rewinds of the chain confirmed so far (tx-sender.ts). */
+  rewinds(): number;
+  /** Checks for a rewind (throttled unless `force`); never throws. */
+  checkRewind(force?: boolean): Promise<void>;
 }
 
 /** Where following a transaction stands between two polls. */
@@ -98,13 +102,19 @@ export class PendingTx {
   private readonly started = Date.now();
   private attempt = 0;
   private lastSubmitAt = 0;
+  /** The rewinds known when it was sent: one more and it was lost with the blocks, or may be. */
+  private readonly rewindsAtSend: number;
+  /** A version was seen mined (awaiting more confirmations): gone later, the chain went back. */
+  private seenMined = false;
 
   constructor(
     private readonly host: PendingHost,
     private readonly intent: TxIntent,
     readonly nonce: number,
     private fees: Fees,
-  ) {}
+  ) {
+    this.rewindsAtSend = host.rewinds();
+  }
 
   private context(): Record<string, unknown> {
     return { txHashes: [...this.hashes], nonce: this.nonce, ...(this.intent.batchSeq === undefined ? {} : { batchSeq: this.intent.batchSeq }) };
@@ -186,13 +196,16 @@ export class PendingTx {
   /**
    * Polls until a version is mined with the configured confirmations (a reverted one at once),
    * replacing the transaction with higher fees while none is mined. Throws NonceConflict, and
-   * DrisError('timeout' | 'dependency_unavailable') carrying the hashes sent.
+   * DrisError('timeout' | 'dependency_unavailable') carrying the hashes sent; 'dependency_unavailable'
+   * with reason 'chain_rewound' once the chain is found to have gone back since it was sent, and
+   * reason 'abandoned' once `signal` aborts (no version is sent any more; one sent may still be mined).
    */
-  async follow(): Promise<TransactionReceipt> {
+  async follow(signal?: AbortSignal): Promise<TransactionReceipt> {
     const o = this.host.options;
     const state: FollowState = { delay: 20, unreachableSince: null, replaceNow: false };
     for (;;) {
       if (o.isClosed()) throw new DrisError('dependency_unavailable', 'the chain adapter was closed while a transaction was pending', { extra: this.context() });
+      this.assertFollowed(signal);
       try {
         const mined = await this.poll(state);
         if (mined !== null) return mined;
@@ -208,8 +221,22 @@ export class PendingTx {
       if (Date.now() - this.started >= o.txTimeoutMs) {
         throw new DrisError('timeout', `the transaction was not confirmed within ${o.txTimeoutMs} ms`, { extra: this.context() });
       }
-      await sleep(state.delay);
+      try {
+        await sleep(state.delay, undefined, signal === undefined ? undefined : { signal });
+      } catch {
+        // aborted: assertFollowed ends it
+      }
       state.delay = Math.min(state.delay * 2, o.pollIntervalMs);
+    }
+  }
+
+  /** Throws once the caller gave it up, or the chain went back since it was sent. */
+  private assertFollowed(signal: AbortSignal | undefined): void {
+    if (signal?.aborted === true) {
+      throw new DrisError('dependency_unavailable', 'the transaction was abandoned by its sender', { extra: { ...this.context(), reason: 'abandoned' } });
+    }
+    if (this.host.rewinds() !== this.rewindsAtSend) {
+      throw new DrisError('dependency_unavailable', 'the chain went back after the transaction was sent; it is abandoned', { extra: { ...this.context(), reason: 'chain_rewound' } });
     }
   }
 
@@ -219,15 +246,21 @@ export class PendingTx {
     const receipts = await Promise.all(this.hashes.map((h) => provider.getTransactionReceipt(h)));
     state.unreachableSince = null;
     const mined = receipts.find((r): r is TransactionReceipt => r !== null);
-    if (mined !== undefined) {
+    if (mined === undefined) {
+      // Not mined (or no longer): whether the chain lost blocks is checked before anything is replaced.
+      await this.host.checkRewind(this.seenMined);
+      this.seenMined = false;
+      if (this.host.rewinds() !== this.rewindsAtSend) return null;
+    } else {
+      this.seenMined = true;
       if (mined.status !== 1) {
-        this.host.noteMined(mined.hash, this.nonce);
+        this.host.noteMined(mined.hash, this.nonce, mined.blockNumber);
         return mined;
       }
       // A receipt is its block's first confirmation: the head is read only when more are wanted.
       const head = confirmations <= 1 ? mined.blockNumber : await provider.getBlockNumber();
       if (head - mined.blockNumber + 1 < confirmations) return null;
-      this.host.noteMined(mined.hash, this.nonce);
+      this.host.noteMined(mined.hash, this.nonce, mined.blockNumber);
       if (this.hashes.length > 1) logger.info({ txHash: mined.hash, versions: this.hashes.length, nonce: this.nonce }, 'one version of a replaced transaction was mined');
       return mined;
     }

@@ -32,6 +32,15 @@ export interface AnchorRequest {
   readonly manifestCid: string;
 }
 
+export interface AnchorOptions {
+  /**
+   * Aborted: the caller gives the anchor up (a term of leadership ended). Not sent yet, it is not
+   * sent; sent, no version of it is sent again and anchor() rejects with
+   * DrisError('dependency_unavailable', reason 'abandoned') at once, though it may still be mined.
+   */
+  readonly signal?: AbortSignal;
+}
+
 /** A mined anchor, as the chain reports it. */
 export interface AnchorReceipt {
   readonly txHash: string;
@@ -78,8 +87,10 @@ export interface Chain {
    * leader, or already anchored), 'dependency_unavailable' / 'timeout' when the node is unreachable.
    * Calls may overlap: anchors are sent in call order, so sequence n+1 may be sent before n is
    * confirmed; if n then fails, n+1 is refused (before it is sent, or as a reverted transaction).
+   * An anchor sent before the chain was found to have gone back (blocks lost) is abandoned:
+   * DrisError('dependency_unavailable', reason 'chain_rewound'), and the `onReset` listeners run.
    */
-  anchor(request: AnchorRequest): Promise<AnchorReceipt>;
+  anchor(request: AnchorRequest, options?: AnchorOptions): Promise<AnchorReceipt>;
   /** The anchor stored for a root, read from the contract now; null when none. */
   anchorOf(merkleRoot: string): Promise<OnChainAnchor | null>;
   /**
@@ -90,8 +101,9 @@ export interface Chain {
   /** Whether a transaction is still in the canonical chain, with its confirmations; null when not. */
   receiptOf(txHash: string): Promise<{ readonly blockNumber: number; readonly confirmations: number } | null>;
   /**
-   * Registers a listener for a node that came back after a crash (the embedded node's
-   * supervisor restarts it from its last state dump): anchors after that dump are gone, so the
+   * Registers a listener for a chain that went back: a node that came back after a crash (the
+   * embedded node's supervisor restarts it from its last state dump), or a head or an account
+   * nonce found behind what was seen (blocks lost). Anchors in the lost blocks are gone, so the
    * anchorer reconciles. Adapters that cannot tell leave it out; the anchorer also notices a
    * contract whose sequence went backwards.
    */
