@@ -5,14 +5,16 @@ import type { Batch, Snapshot } from '../domain/pipeline/types.js';
 import { componentLogger, type Logger } from '../util/logger.js';
 import { abandonedAnchor, anchorFoundOnChain, firstSlot } from './anchor-chain-reads.js';
 import { anchoredBatch, AnchoredMarks, type AnchorCost } from './anchor-marks.js';
-import { AnchorReconciler, DEFAULT_RECONCILE_OPTIONS, type ReconcileOptions, type ReconcileResult } from './anchor-reconciler.js';
+import { AnchorReconciler, DEFAULT_RECONCILE_OPTIONS, type ReconcileResult } from './anchor-reconciler.js';
 import { markBatchFailed, requeueFailedSnapshot, RETRY_REQUESTED, transitionSnapshots } from './anchor-transitions.js';
 import { PreparedManifests } from './anchor-manifests.js';
 import { PendingBatches } from './anchor-pending.js';
 import { AnchorWindow, type InFlight } from './anchor-window.js';
+import { DEFAULT_ANCHORER_OPTIONS, FEED_CAPACITY, PIN_AHEAD, type AnchorerDeps, type AnchorerOptions } from './anchorer-options.js';
 import { NO_EVENTS, type EventPublisher, type EventSource, type EventSubscription, type FormedBatchRef } from './events.js';
 
 export { requeueFailedSnapshot } from './anchor-transitions.js';
+export { DEFAULT_ANCHORER_OPTIONS, type AnchorerDeps, type AnchorerOptions } from './anchorer-options.js';
 
 /**
  * The single active anchorer: takes formed batches in order, pins each manifest, commits each root
@@ -49,31 +51,6 @@ export { requeueFailedSnapshot } from './anchor-transitions.js';
  * stays the record: a BatchFormed lost (the feed's queue was full) only sends the loop to read the
  * pending batches from the store again, in order.
  */
-
-export interface AnchorerOptions {
-  readonly maxAttempts: number;
-  readonly baseDelayMs: number;
-  readonly maxDelayMs: number;
-  /** Poll interval when no batch is waiting, milliseconds. */
-  readonly idleMs: number;
-  /** A reconciliation runs at least this often, milliseconds (Failed anchors mined late are found then). */
-  readonly reconcileIntervalMs?: number;
-  readonly reconcile?: ReconcileOptions;
-}
-
-/** Batches after the current one whose manifests are pinned while it is anchored. */
-const PIN_AHEAD = 8;
-
-/** BatchFormed events held for the loop: each names up to 8 batches; more lost means a read of the store. */
-const FEED_CAPACITY = 256;
-
-export interface AnchorerDeps {
-  /** Publishes what anchoring does; with `subscribe`, also feeds the loop (BatchFormed). */
-  readonly events?: EventPublisher & Partial<EventSource>;
-  readonly logger?: Logger;
-}
-
-export const DEFAULT_ANCHORER_OPTIONS: AnchorerOptions = { maxAttempts: 6, baseDelayMs: 1000, maxDelayMs: 60_000, idleMs: 1000, reconcileIntervalMs: 300_000 };
 
 export class Anchorer {
   private running = false;

@@ -3,12 +3,13 @@ import { DrisError } from '../../errors/dris-error.js';
 import type { AnchorOptions, AnchorReceipt, AnchorRequest, Chain, ChainInfo, OnChainAnchor } from '../../domain/pipeline/ports.js';
 import { BlockRangePager, DEFAULT_LOG_BLOCK_RANGE } from './block-range-pager.js';
 import { translateChainError } from './chain-errors.js';
-import { NonceConflict, type SentTransaction, type TxSubmission } from './tx-sender.js';
-import { defaultPublicRpcUrl, gasWithMargin, openRuntime, type ChainConnectionOptions, type Runtime } from './chain-runtime.js';
+import { NonceConflict, type SentTransaction } from './tx-sender.js';
+import { defaultPublicRpcUrl, gasWithMargin, openRuntime, type Runtime } from './chain-runtime.js';
 import { deployWith, type Deployment } from './deploy-contract.js';
 import { SerialQueue, withTimeout } from './serial-queue.js';
 import { assertRoot, parseAnchoredLog, readAnchorOf } from './contract-reads.js';
 import { behindOwnAnchors, validateRequest } from './anchor-request-checks.js';
+import type { AnchorEvent, EthersChainOptions } from './ethers-chain-options.js';
 
 /**
  * The Chain port on an EVM JSON-RPC node with ethers v6: the DrisAnchor contract (contracts/)
@@ -22,43 +23,7 @@ import { behindOwnAnchors, validateRequest } from './anchor-request-checks.js';
 export type { TxSubmission } from './tx-sender.js';
 export { loadAnchorerWallet, makeProvider, type AnchorerKeySource, type ChainConnectionOptions } from './chain-runtime.js';
 export { deployAnchorContract, type Deployment, type DeployOptions } from './deploy-contract.js';
-
-export interface EthersChainOptions extends ChainConnectionOptions {
-  /** The DrisAnchor contract; without it, deployIfMissing must be set. */
-  readonly contractAddress?: string;
-  /**
-   * Deploy the contract when no address is given or no code is at it (the embedded chain's first
-   * start, or its state lost). The new address is `deployment` on the result: persist it.
-   */
-  readonly deployIfMissing?: boolean;
-  /** Block the contract was deployed in; the lower bound of event searches. Default 0. */
-  readonly deployBlock?: number;
-  /** Most blocks one eth_getLogs call covers (fewer once the provider refuses a page). Default 10 000. */
-  readonly logBlockRange?: number;
-  /** Anchors waiting to be sent behind the one being sent; beyond it anchor() answers 'overloaded'. Default 16. */
-  readonly maxQueued?: number;
-  /** Time allowed to check(). Default 2 s. */
-  readonly checkTimeoutMs?: number;
-  /**
-   * The RPC URL info() reports for independent checks. Default: rpcUrl when it is a loopback
-   * node, else its origin only, since provider URLs often carry an API key in the path.
-   */
-  readonly publicRpcUrl?: string;
-  /** Explorer link templates with `{address}` and `{tx}` placeholders. */
-  readonly explorerAddressUrl?: string;
-  readonly explorerTxUrl?: string;
-  /** Awaited before every broadcast (first version and replacements) with its hash. */
-  readonly onTransaction?: (submission: TxSubmission) => void | Promise<void>;
-}
-
-/** An anchor found from its Anchored event. */
-export interface AnchorEvent extends AnchorReceipt {
-  readonly batchSeq: number;
-  readonly merkleRoot: string;
-  readonly batchId: string;
-  readonly manifestCid: string;
-  readonly recordCount: number;
-}
+export type { AnchorEvent, EthersChainOptions } from './ethers-chain-options.js';
 
 const TX_HASH_RE = /^0x[0-9a-fA-F]{64}$/;
 
