@@ -14,8 +14,9 @@ import { NO_EVENTS, type EventPublisher } from './events.js';
  * at that sequence, every batch below it is too. The walk therefore starts at the store's highest
  * batchSeq and goes down, a page of narrow rows at a time: a batch whose root the contract lacks
  * goes back to be anchored, one the contract holds under another sequence takes the contract's,
- * and the first that agrees ends the walk. However many batches were anchored before, a lost
- * recent anchor costs one contract read per lost batch, plus one.
+ * one whose transaction a reorg put in another block takes that block, and the first that agrees
+ * in sequence and block ends the walk. However many batches were anchored before, a lost recent
+ * anchor costs one contract read per lost batch, plus one and a receipt read.
  *
  * Then Failed batches: an anchor given up (a transaction past its deadline) may still be mined
  * later. When the contract holds more anchors up to its last sequence than the store lists as
@@ -44,6 +45,8 @@ export interface ReconcileResult {
   readonly requeued: number;
   /** Anchored batches the contract holds under another sequence, which they now take. */
   readonly moved: number;
+  /** Anchored batches whose transaction is now in another block (a reorg), recorded anew. */
+  readonly remined: number;
   /** Failed batches found on chain, now Anchored. */
   readonly recovered: number;
   /** Batches looked up on chain. */
@@ -102,8 +105,8 @@ export class AnchorReconciler {
       }
       complete = false;
     }
-    const result: ReconcileResult = { requeued: pass.requeued, moved: pass.moved, recovered: pass.recovered, checked: pass.checked, complete };
-    if (result.requeued + result.moved + result.recovered > 0 || !complete) this.log.warn({ ...result }, 'reconciliation pass');
+    const result: ReconcileResult = { requeued: pass.requeued, moved: pass.moved, remined: pass.remined, recovered: pass.recovered, checked: pass.checked, complete };
+    if (result.requeued + result.moved + result.remined + result.recovered > 0 || !complete) this.log.warn({ ...result }, 'reconciliation pass');
     return result;
   }
 }
@@ -112,6 +115,7 @@ export class AnchorReconciler {
 class Pass {
   requeued = 0;
   moved = 0;
+  remined = 0;
   recovered = 0;
   checked = 0;
   private readonly deadline: number;
@@ -154,7 +158,12 @@ class Pass {
       for (const ref of page) {
         before = ref.batchSeq;
         const onChain = await this.anchorOf(ref);
-        if (onChain !== null && onChain.batchSeq === ref.batchSeq) return;
+        // Store and contract agree on the sequence; the walk ends where the recorded block agrees
+        // too (a reorg re-includes an anchor's transaction in another block).
+        if (onChain !== null && onChain.batchSeq === ref.batchSeq) {
+          if (await this.sameBlock(ref, onChain)) return;
+          continue;
+        }
         const b = await this.store.getBatch(ref.batchId);
         if (b === null || b.status !== 'Anchored') continue;
         if (onChain === null) {
@@ -167,6 +176,27 @@ class Pass {
       }
       if (page.length < this.options.pageSize || before === null) return;
     }
+  }
+
+  /**
+   * Whether the anchor's transaction is in the block recorded. When it is not (mined again in
+   * another block after a reorg, or under a replacement's hash), the batch and its snapshots take
+   * the transaction, block and time the Anchored event shows; with no event found they are left.
+   */
+  private async sameBlock(ref: BatchRef, onChain: OnChainAnchor): Promise<boolean> {
+    const b = await this.store.getBatch(ref.batchId);
+    if (b === null || b.status !== 'Anchored' || b.txHash === null) return true;
+    const receipt = await this.chain.receiptOf(b.txHash);
+    if (receipt !== null && receipt.blockNumber === b.blockNumber) return true;
+    const event = await this.chain.findAnchorEvent(b.merkleRoot);
+    if (event === null || (event.txHash === b.txHash && event.blockNumber === b.blockNumber)) return true;
+    const anchoredAtMs = onChain.anchoredAt * 1000;
+    const snapshots = await this.store.snapshotsOfBatch(b.batchId);
+    await this.store.putSnapshots(snapshots.map((s): Snapshot => ({ ...s, anchorTimestampMs: anchoredAtMs, chainTxHash: event.txHash })), []);
+    await this.store.putBatch({ ...b, txHash: event.txHash, blockNumber: event.blockNumber, anchoredAtMs });
+    this.log.warn({ batchId: b.batchId, batchSeq: b.batchSeq, recordedBlock: b.blockNumber, block: event.blockNumber }, 'anchored batch found in another block on-chain; its transaction recorded anew');
+    this.remined += 1;
+    return false;
   }
 
   /** The contract holds the root under another sequence than recorded: the chain is the record. */

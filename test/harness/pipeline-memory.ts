@@ -215,7 +215,9 @@ export class OrderedChain implements Chain {
     const e = this.events.get(merkleRoot);
     return Promise.resolve(e === undefined ? null : { ...e, blockTimestamp: 1_700_000_000 + e.batchSeq, chainId: 31337, contractAddress: this.info().contractAddress });
   }
-  receiptOf(): Promise<null> {
+  /** The receipt of a mined anchor's transaction, as its event tells (none for anchors only put in `roots`). */
+  receiptOf(txHash: string): Promise<{ blockNumber: number; confirmations: number } | null> {
+    for (const e of this.events.values()) if (e.txHash === txHash) return Promise.resolve({ blockNumber: e.blockNumber, confirmations: Math.max(1, this.last - e.batchSeq + 1) });
     return Promise.resolve(null);
   }
   check(): Promise<void> {

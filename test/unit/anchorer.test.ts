@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 import t from 'tap';
 import { loadHashingBackend } from '../../src/adapters/hashing/select-backend.js';
+import { AnchorReconciler } from '../../src/app/anchor-reconciler.js';
 import { Anchorer, requeueFailedSnapshot } from '../../src/app/anchorer.js';
 import { formBatch } from '../../src/domain/pipeline/batch-formation.js';
 import type { Batch, Manifest, Snapshot } from '../../src/domain/pipeline/types.js';
 import { DrisError } from '../../src/errors/dris-error.js';
-import { setLogLevel } from '../../src/util/logger.js';
+import { componentLogger, setLogLevel } from '../../src/util/logger.js';
 import { MemoryPinner, MemoryStore, OrderedChain, record, until } from '../harness/pipeline-memory.js';
 
 setLogLevel('silent');
@@ -257,4 +258,38 @@ void t.test('a batch given up whose anchor is mined later is found by the period
   chain.mineLate(late.batch.merkleRoot);
   await until(() => store.batches.get(late.batch.batchId)?.status === 'Anchored', 'the batch found on chain');
   t.equal(store.batches.get(late.batch.batchId)?.batchSeq, 1);
+});
+
+void t.test('reconciliation: anchors a reorg put in other blocks take those blocks; the walk ends where sequence and block agree', async (t) => {
+  const store = new MemoryStore();
+  const chain = new OrderedChain();
+  chain.release();
+  const SEQS = 6;
+  for (let seq = 1; seq <= SEQS; seq++) {
+    const { batch, snapshot } = anchoredAt(seq);
+    store.batches.set(batch.batchId, batch);
+    store.snapshots.set(snapshot.snapshotId, snapshot);
+    chain.roots.set(batch.merkleRoot, seq);
+    chain.last = seq;
+    // The last two transactions were mined again, in blocks 105 and 106, after a reorg dropped theirs.
+    chain.events.set(batch.merkleRoot, { txHash: batch.txHash ?? '', blockNumber: seq > 4 ? 100 + seq : seq, batchSeq: seq, manifestCid: batch.manifestCid ?? '' });
+  }
+  const reconciler = new AnchorReconciler(chain, new MemoryPinner(), componentLogger('test'));
+  const r = await reconciler.run(store);
+  t.same({ remined: r.remined, requeued: r.requeued, moved: r.moved, complete: r.complete }, { remined: 2, requeued: 0, moved: 0, complete: true });
+  t.equal(chain.anchorOfCalls, 3, 'the walk read the contract down to the first batch whose block agrees');
+  const bySeq = [...store.batches.values()].sort((a, b) => (a.batchSeq ?? 0) - (b.batchSeq ?? 0));
+  t.same(bySeq.map((b) => b.blockNumber), [1, 2, 3, 4, 105, 106], 'the re-mined anchors carry their new blocks');
+  t.ok(bySeq.every((b) => b.status === 'Anchored'), 'and stay Anchored');
+  t.same(
+    [...store.snapshots.values()].map((s) => s.chainTxHash),
+    bySeq.map((b) => b.txHash),
+    'snapshots name the transaction of their batch',
+  );
+  t.equal(store.lifecycle.length, 0, 'no state changed, so no lifecycle entry');
+
+  chain.anchorOfCalls = 0;
+  const again = await reconciler.run(store);
+  t.equal(again.remined, 0, 'a second pass finds store and chain agreeing');
+  t.equal(chain.anchorOfCalls, 1);
 });
