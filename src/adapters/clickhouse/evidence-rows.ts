@@ -5,7 +5,7 @@ import type { ClickHouseDatabase } from './database.js';
 import type { EnvelopeRow, RecordRow } from './record-rows.js';
 import { EVIDENCE_FIELDS, LEAF_COLUMNS } from './schema.js';
 import type { SqlParams } from './sql-runner.js';
-import { jsonString as str, jsonStringOrNull as strOrNull } from '../../util/json-text.js';
+import { jsonObjectWriter, jsonTupleWriter } from '../../util/json-text.js';
 import { dateTime64Text, type Int64Out } from './values.js';
 
 /**
@@ -151,48 +151,48 @@ export function lookupLinesOf(records: readonly AcceptedRecord[], assignments: r
     const a = leafOf.get(r.ingestId);
     const acceptedAtMs = Date.parse(r.acceptedAt);
     if (a === undefined || Number.isNaN(acceptedAtMs)) throw new DrisError('internal_error', `record ${r.ingestId} has no leaf or an unreadable acceptedAt`);
-    lines[i] = plainLookup(r, a, version) ? lookupLine(r, a, acceptedAtMs, version) : referenceLookupLine(r, a, version);
+    lines[i] = lookupLine({ r, a, acceptedAt: dateTime64Text(acceptedAtMs), version }) ?? referenceLookupLine(r, a, version);
   }
   return Buffer.from(lines.join(''), 'utf8');
 }
 
-/** Whether every member `lookupLine` writes has its declared type: else JSON.stringify decides. */
-function plainLookup(r: AcceptedRecord, a: LeafAssignment, version: number): boolean {
-  return (
-    typeof r.tenantId === 'string' && typeof r.collection === 'string' && typeof r.recordId === 'string' && typeof r.database === 'string' &&
-    typeof r.recordVersion === 'string' && typeof r.ingestId === 'string' && typeof r.clientId === 'string' && typeof r.operationType === 'string' &&
-    (r.sourceTimestamp === null || typeof r.sourceTimestamp === 'string') && typeof r.hashScheme === 'string' && typeof r.payloadHash === 'string' &&
-    typeof r.recordHash === 'string' && typeof r.salt === 'string' && typeof a.snapshotId === 'string' && typeof a.batchId === 'string' &&
-    Number.isSafeInteger(a.leafIndex) && Number.isSafeInteger(a.treeSize) && Number.isSafeInteger(version) && a.proof.every((h) => typeof h === 'string')
-  );
+/** What one line is written from. */
+interface LineInput {
+  readonly r: AcceptedRecord;
+  readonly a: LeafAssignment;
+  readonly acceptedAt: string;
+  readonly version: number;
 }
+
+const lineKey = jsonObjectWriter<LineInput>(
+  [
+    ['tenant_id', 'string', (x) => x.r.tenantId],
+    ['collection', 'string', (x) => x.r.collection],
+    ['record_id', 'string', (x) => x.r.recordId],
+    ['database', 'string', (x) => x.r.database],
+    ['record_version', 'string', (x) => x.r.recordVersion],
+    ['ingest_id', 'string', (x) => x.r.ingestId],
+    ['accepted_at', 'string', (x) => x.acceptedAt],
+    ['version', 'integer', (x) => x.version],
+  ],
+  true,
+);
+
+/** The evidence in EVIDENCE_FIELDS order (`Evidence`). */
+const lineEvidence = jsonTupleWriter(['string', 'string', 'string|null', 'string', 'string', 'string', 'string', 'string', 'string', 'integer', 'integer', 'hex-array']);
 
 /**
- * One line, written by concatenation: the same text as JSON.stringify of the row `lookupRowsOf`
- * makes (member order included; the test compares the two). It runs for every record batched,
- * on the loop the HTTP front shares in the all-roles process, where the two stringifies of a row
- * cost more than the rest of storing it.
+ * One line, written member by member: the same text as JSON.stringify of the row `lookupRowsOf`
+ * makes (member order included; the test compares the two), or null for a value of another type
+ * than declared. It runs for every record batched, on the loop the HTTP front shares in the
+ * all-roles process, where the two stringifies of a row cost more than the rest of storing it.
  */
-function lookupLine(r: AcceptedRecord, a: LeafAssignment, acceptedAtMs: number, version: number): string {
-  const proof = a.proof.length === 0 ? '[]' : '["' + a.proof.join('","') + '"]';
-  return (
-    '{"tenant_id":' + str(r.tenantId) +
-    ',"collection":' + str(r.collection) +
-    ',"record_id":' + str(r.recordId) +
-    ',"database":' + str(r.database) +
-    ',"record_version":' + str(r.recordVersion) +
-    ',"ingest_id":' + str(r.ingestId) +
-    ',"accepted_at":"' + dateTime64Text(acceptedAtMs) +
-    '","version":' + String(version) +
-    ',"evidence":[' + str(r.clientId) + ',' + str(r.operationType) + ',' + strOrNull(r.sourceTimestamp) + ',' + str(r.hashScheme) +
-    ',' + str(r.payloadHash) + ',' + str(r.recordHash) + ',' + str(r.salt) + ',' + str(a.snapshotId) + ',' + str(a.batchId) +
-    ',' + String(a.leafIndex) + ',' + String(a.treeSize) + ',' + (PROOF_HEX.test(proof) ? proof : JSON.stringify(a.proof)) +
-    ']}\n'
-  );
+function lookupLine(x: LineInput): string | null {
+  const { r, a } = x;
+  const key = lineKey(x);
+  const evidence = lineEvidence([r.clientId, r.operationType, r.sourceTimestamp, r.hashScheme, r.payloadHash, r.recordHash, r.salt, a.snapshotId, a.batchId, a.leafIndex, a.treeSize, a.proof]);
+  return key === null || evidence === null ? null : key + ',"evidence":' + evidence + '}\n';
 }
-
-/** A proof as written by joining: hex digests only need no escaping. */
-const PROOF_HEX = /^\[("[0-9a-f]*"(,"[0-9a-f]*")*)?\]$/;
 
 /** The line as JSON.stringify writes the row (`lookupRowsOf`): the reference, and the path for anything unusual. */
 export function referenceLookupLine(r: AcceptedRecord, a: LeafAssignment, version: number): string {

@@ -1,7 +1,7 @@
 import { HASH_SCHEME, type AcceptedRecord, type OperationType, type RecordSummary } from '../../domain/records/types.js';
 import { DrisError } from '../../errors/dris-error.js';
 import { ROW_VERSION_INGESTED } from './schema.js';
-import { jsonString as str, jsonStringOrNull as strOrNull } from '../../util/json-text.js';
+import { jsonObjectWriter } from '../../util/json-text.js';
 import { dateTime64Text, type Int64Out } from './values.js';
 
 /** Rows of the records table as written and read back, and their conversion to the domain's types. */
@@ -139,49 +139,45 @@ export function recordLines(records: readonly PendingRecord[]): Buffer {
   return out;
 }
 
-/** Whether a row is as `toPendingRecord` makes it: every member of its declared type, none batched yet. */
-function plainHead(h: RecordHead): boolean {
-  return (
-    typeof h.tenant_id === 'string' && typeof h.accepted_at === 'string' && typeof h.ingest_id === 'string' && typeof h.client_id === 'string' &&
-    typeof h.key_id === 'string' && typeof h.database === 'string' && typeof h.collection === 'string' && typeof h.record_id === 'string' &&
-    typeof h.record_version === 'string' && typeof h.operation_type === 'string' && (h.source_timestamp === null || typeof h.source_timestamp === 'string') &&
-    typeof h.hash_scheme === 'string' && typeof h.payload_hash === 'string' && typeof h.record_hash === 'string' && typeof h.salt === 'string' &&
-    (h.idempotency_key === null || typeof h.idempotency_key === 'string') && typeof h.correlation_id === 'string' && h.snapshot_id === null &&
-    h.batch_id === null && h.leaf_index === null && h.tree_size === null && h.merkle_proof.length === 0 && typeof h.status === 'string' &&
-    h.chain_tx_hash === null && Number.isSafeInteger(h.row_version)
-  );
-}
-
 /**
  * A row's JSON without its closing brace, then the payload member's name: the text
  * JSON.stringify gives for a row `toPendingRecord` made (the test compares the two), written by
  * concatenation, since it runs once per record indexed, on the loop the HTTP front shares in the
- * all-roles process. Any other row is left to JSON.stringify.
+ * all-roles process. Any other row (one already batched) is left to JSON.stringify.
  */
+const headWriter = jsonObjectWriter<RecordHead>(
+  [
+    ['tenant_id', 'string'],
+    ['accepted_at', 'string'],
+    ['ingest_id', 'string'],
+    ['client_id', 'string'],
+    ['key_id', 'string'],
+    ['database', 'string'],
+    ['collection', 'string'],
+    ['record_id', 'string'],
+    ['record_version', 'string'],
+    ['operation_type', 'string'],
+    ['source_timestamp', 'string|null'],
+    ['hash_scheme', 'string'],
+    ['payload_hash', 'string'],
+    ['record_hash', 'string'],
+    ['salt', 'string'],
+    ['idempotency_key', 'string|null'],
+    ['correlation_id', 'string'],
+    ['snapshot_id', 'null'],
+    ['batch_id', 'null'],
+    ['leaf_index', 'null'],
+    ['tree_size', 'null'],
+    ['merkle_proof', 'empty-array'],
+    ['status', 'string'],
+    ['chain_tx_hash', 'null'],
+    ['row_version', 'integer'],
+  ],
+  true,
+);
+
 function headText(h: RecordHead): string {
-  if (!plainHead(h)) return `${JSON.stringify(h).slice(0, -1)},"payload":`;
-  return (
-    '{"tenant_id":' + str(h.tenant_id) +
-    ',"accepted_at":' + str(h.accepted_at) +
-    ',"ingest_id":' + str(h.ingest_id) +
-    ',"client_id":' + str(h.client_id) +
-    ',"key_id":' + str(h.key_id) +
-    ',"database":' + str(h.database) +
-    ',"collection":' + str(h.collection) +
-    ',"record_id":' + str(h.record_id) +
-    ',"record_version":' + str(h.record_version) +
-    ',"operation_type":' + str(h.operation_type) +
-    ',"source_timestamp":' + strOrNull(h.source_timestamp) +
-    ',"hash_scheme":' + str(h.hash_scheme) +
-    ',"payload_hash":' + str(h.payload_hash) +
-    ',"record_hash":' + str(h.record_hash) +
-    ',"salt":' + str(h.salt) +
-    ',"idempotency_key":' + strOrNull(h.idempotency_key) +
-    ',"correlation_id":' + str(h.correlation_id) +
-    ',"snapshot_id":null,"batch_id":null,"leaf_index":null,"tree_size":null,"merkle_proof":[],"status":' + str(h.status) +
-    ',"chain_tx_hash":null,"row_version":' + String(h.row_version) +
-    ',"payload":'
-  );
+  return (headWriter(h) ?? JSON.stringify(h).slice(0, -1)) + ',"payload":';
 }
 
 /** Whether these bytes are a JSON object's text as canonical JSON writes it (no surrounding space). */

@@ -1,5 +1,5 @@
 import { envelopeOf, type AcceptedRecord, type OutgoingRecord } from '../../domain/records/types.js';
-import { jsonString as str, jsonStringOrNull as strOrNull } from '../../util/json-text.js';
+import { jsonObjectWriter } from '../../util/json-text.js';
 
 /**
  * The bytes of a queue message: the records published together, each as its metadata (JSON) and
@@ -84,44 +84,33 @@ export function encodeRecords(records: readonly OutgoingRecord[], label?: Messag
   return out;
 }
 
-/** Whether every member metaJson writes is a string (or null where it may be): else JSON.stringify decides. */
-function plainMembers(r: OutgoingRecord): boolean {
-  return (
-    typeof r.ingestId === 'string' && typeof r.clientId === 'string' && typeof r.keyId === 'string' && typeof r.hashScheme === 'string' &&
-    typeof r.tenantId === 'string' && typeof r.database === 'string' && typeof r.collection === 'string' && typeof r.recordId === 'string' &&
-    typeof r.recordVersion === 'string' && typeof r.operationType === 'string' && (r.sourceTimestamp === null || typeof r.sourceTimestamp === 'string') &&
-    typeof r.payloadHash === 'string' && typeof r.salt === 'string' && typeof r.recordHash === 'string' && typeof r.acceptedAt === 'string' &&
-    (r.idempotencyKey === null || typeof r.idempotencyKey === 'string') && typeof r.correlationId === 'string'
-  );
-}
-
 /**
  * The record without its payload, as JSON.stringify would write it member by member (same order,
  * same escapes; the codec test compares the two). Written by concatenation: it runs once per
  * record on the ingest path, where building an object to stringify cost more than the text.
  */
+const metaWriter = jsonObjectWriter<OutgoingRecord>([
+  ['ingestId', 'string'],
+  ['clientId', 'string'],
+  ['keyId', 'string'],
+  ['hashScheme', 'string'],
+  ['tenantId', 'string'],
+  ['database', 'string'],
+  ['collection', 'string'],
+  ['recordId', 'string'],
+  ['recordVersion', 'string'],
+  ['operationType', 'string'],
+  ['sourceTimestamp', 'string|null'],
+  ['payloadHash', 'string'],
+  ['salt', 'string'],
+  ['recordHash', 'string'],
+  ['acceptedAt', 'string'],
+  ['idempotencyKey', 'string|null'],
+  ['correlationId', 'string'],
+]);
+
 function metaJson(r: OutgoingRecord): string {
-  if (!plainMembers(r)) return metaJsonOf(r);
-  return (
-    '{"ingestId":' + str(r.ingestId) +
-    ',"clientId":' + str(r.clientId) +
-    ',"keyId":' + str(r.keyId) +
-    ',"hashScheme":' + str(r.hashScheme) +
-    ',"tenantId":' + str(r.tenantId) +
-    ',"database":' + str(r.database) +
-    ',"collection":' + str(r.collection) +
-    ',"recordId":' + str(r.recordId) +
-    ',"recordVersion":' + str(r.recordVersion) +
-    ',"operationType":' + str(r.operationType) +
-    ',"sourceTimestamp":' + strOrNull(r.sourceTimestamp) +
-    ',"payloadHash":' + str(r.payloadHash) +
-    ',"salt":' + str(r.salt) +
-    ',"recordHash":' + str(r.recordHash) +
-    ',"acceptedAt":' + str(r.acceptedAt) +
-    ',"idempotencyKey":' + strOrNull(r.idempotencyKey) +
-    ',"correlationId":' + str(r.correlationId) +
-    '}'
-  );
+  return metaWriter(r) ?? metaJsonOf(r);
 }
 
 function metaJsonOf(r: OutgoingRecord): string {
