@@ -15,6 +15,30 @@ import type { LatencySet } from './results.js';
  */
 
 const PAGE = 20;
+/** Refusals (429, 503) of the listing in a row for this long end the run: the service is not coming back. */
+const REFUSED_FOR_MS = 60_000;
+
+/** The listing answered 429 or 503: the poll is tried again, as a client honouring Retry-After would. */
+class ListingRefused extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    readonly retryAfterMs: number,
+  ) {
+    super(`snapshot listing answered ${status} (${code})`);
+  }
+}
+
+/** The error code of an answer's body, or what its text starts with (a proxy's page). */
+function answerCode(text: string): string {
+  try {
+    const code = (JSON.parse(text) as { error?: unknown }).error;
+    if (typeof code === 'string') return code;
+  } catch {
+    // not JSON: a load balancer's own answer
+  }
+  return text.slice(0, 80).replace(/\s+/g, ' ');
+}
 
 interface SnapshotItem {
   snapshotId: string;
@@ -23,6 +47,10 @@ interface SnapshotItem {
 
 export interface FollowResult {
   readonly anchored: number;
+  /** Listing polls refused as overloaded or unavailable (429, 503) and tried again at the next poll. */
+  readonly listingRefusals: number;
+  /** The last refusal's status and error code, null when none. */
+  readonly lastRefusal: string | null;
   readonly lastAnchoredEpochMs: number;
   readonly latency: LatencySet;
   readonly histogram: Histogram;
@@ -39,6 +67,9 @@ export class AnchoredFollower {
   #last = 0;
   #expected: number | null = null;
   #stopped = false;
+  #refusals = 0;
+  #lastRefusal: string | null = null;
+  #refusedSince: number | null = null;
 
   constructor(
     /** The service, or the load balancer in front of several (any api process answers the listing). */
@@ -110,7 +141,11 @@ export class AnchoredFollower {
     for (;;) {
       const q = `status=Anchored&limit=${PAGE}${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`;
       const r = await request<{ items: SnapshotItem[]; nextCursor: string | null }>(this.svc, 'GET', `/api/v1/snapshots?${q}`, { key: this.key });
-      if (r.status !== 200) throw new Error(`snapshot listing answered ${r.status}`);
+      if (r.status === 429 || r.status === 503) {
+        const retryAfter = Number(r.headers.get('retry-after') ?? '');
+        throw new ListingRefused(r.status, answerCode(r.text), Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : 0);
+      }
+      if (r.status !== 200) throw new Error(`snapshot listing answered ${r.status} (${answerCode(r.text)})`);
       // When this page answered: its records were Anchored by then. Not when the poll began: a
       // poll through a long history takes seconds, and records anchored meanwhile would be seen
       // before they were even sent.
@@ -138,7 +173,17 @@ export class AnchoredFollower {
       if (this.#expected !== null && this.#anchored >= this.#expected) break;
       if (Date.now() > deadline) throw new Error(`only ${this.#anchored} of ${this.#expected ?? '?'} records anchored within ${Math.round(settleMs / 1000)} s of the load's end`);
       const started = Date.now();
-      after = await this.#poll(after, poll % 10 === 0);
+      try {
+        after = await this.#poll(after, poll % 10 === 0);
+        this.#refusedSince = null;
+      } catch (err) {
+        if (!(err instanceof ListingRefused)) throw err;
+        this.#refusals++;
+        this.#lastRefusal = `${err.status} ${err.code}`;
+        this.#refusedSince ??= started;
+        if (started - this.#refusedSince > REFUSED_FOR_MS) throw new Error(`${err.message} for ${Math.round(REFUSED_FOR_MS / 1000)} s in a row`);
+        await new Promise((r) => setTimeout(r, Math.min(err.retryAfterMs, 5_000)));
+      }
       this.#unmatched = this.#unmatched.filter(([req, at]) => !this.#record(req, at));
       onPoll?.(this.#anchored, this.#expected);
       await new Promise((r) => setTimeout(r, Math.max(0, this.o.pollMs - (Date.now() - started))));
@@ -152,6 +197,8 @@ export class AnchoredFollower {
     }
     return {
       anchored: this.#anchored,
+      listingRefusals: this.#refusals,
+      lastRefusal: this.#lastRefusal,
       lastAnchoredEpochMs: this.#last,
       histogram: this.#hist,
       latency: { label: '202 -> Anchored (from intended send)', summary: summarize(this.#hist), histogram: encodeHistogram(this.#hist), series },

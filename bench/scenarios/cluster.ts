@@ -123,6 +123,8 @@ interface StepResult {
   readonly txPer1000: number;
   readonly transactions: number;
   readonly batches: number;
+  /** The listing's last refusal while following (status and code), null when none. */
+  readonly lastRefusal: string | null;
 }
 
 async function step(ctx: ScenarioContext, bf: BenchFleet, v: Variant, mode: LoadMode, key: string, index: number, workers: number): Promise<StepResult> {
@@ -161,6 +163,7 @@ async function step(ctx: ScenarioContext, bf: BenchFleet, v: Variant, mode: Load
     offeredRecordsPerSec: offered,
     acceptedRecords: r.acceptedRecords,
     anchoredRecords: r.follow.anchored,
+    listingRefusals: r.follow.listingRefusals,
     anchoredRecordsPerSec: r.anchoredPerSec,
     transactions: r.transactions,
     batches: r.batches,
@@ -173,6 +176,7 @@ async function step(ctx: ScenarioContext, bf: BenchFleet, v: Variant, mode: Load
   }
   return {
     phase: { key, title, load: r.load, latencies: [r.follow.latency], data },
+    lastRefusal: r.follow.lastRefusal,
     measured: { offered: offered ?? 0, achieved: r.load.okPerSec * per, p50: byRequest ? l.p50 : e2e.p50, p99: byRequest ? l.p99 : e2e.p99, failed: r.load.failed, requests: r.load.ok + r.load.failed },
     row: [
       'fleet',
@@ -260,6 +264,8 @@ async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
         rows.push(s.row);
         cpuRows.push(...costRows(s.phase.title, s.costs));
         if (s.transactions !== s.batches) notes.push(`${s.phase.title}: ${s.transactions} transactions for ${s.batches} batches (one per batch expected)`);
+        const refused = Number(s.phase.data?.['listingRefusals'] ?? 0);
+        if (refused > 0) notes.push(`${s.phase.title}: ${refused} snapshot listing poll(s) refused (last: ${s.lastRefusal ?? '?'}) and tried again`);
         return s;
       };
       if (sweepRequested(values)) {
