@@ -5,8 +5,9 @@ import type { LatencySet } from './results.js';
 
 /**
  * Follows records from acceptance to Anchored through the snapshot listing, as a client would:
- * each poll reads the Anchored snapshots past a cursor (every tenth poll the whole listing, in
- * case one was anchored out of order) and every record of a snapshot seen for the first time is
+ * each poll reads the Anchored snapshots past a cursor (now and then the whole listing, in case
+ * one was anchored out of order: every 50th poll while the load runs, every 10th once it is over
+ * and records are still awaited) and every record of a snapshot seen for the first time is
  * Anchored at that poll's start. A record's latency runs from its request's intended send time
  * (so a held-back request is charged) to that poll; the poll interval bounds the resolution.
  *
@@ -15,6 +16,14 @@ import type { LatencySet } from './results.js';
  */
 
 const PAGE = 20;
+/**
+ * Polls between two reads of the whole listing while the load runs. A whole read costs the service
+ * a query per page of its history, and on a small machine that competes with the pipeline being
+ * measured; out of order anchors are rare (a retried batch), and one is still seen within 50 polls.
+ */
+const FULL_EVERY_UNDER_LOAD = 50;
+/** Once the load is over: records still awaited may be in a snapshot anchored out of order. */
+const FULL_EVERY_SETTLING = 10;
 /** Refusals (429, 503) of the listing in a row for this long end the run: the service is not coming back. */
 const REFUSED_FOR_MS = 60_000;
 
@@ -174,7 +183,7 @@ export class AnchoredFollower {
       if (Date.now() > deadline) throw new Error(`only ${this.#anchored} of ${this.#expected ?? '?'} records anchored within ${Math.round(settleMs / 1000)} s of the load's end`);
       const started = Date.now();
       try {
-        after = await this.#poll(after, poll % 10 === 0);
+        after = await this.#poll(after, poll % (this.#expected === null ? FULL_EVERY_UNDER_LOAD : FULL_EVERY_SETTLING) === 0);
         this.#refusedSince = null;
       } catch (err) {
         if (!(err instanceof ListingRefused)) throw err;

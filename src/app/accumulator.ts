@@ -5,6 +5,7 @@ import type { Delivery, RecordQueue, Subscription } from '../domain/records/port
 import type { AcceptedRecord } from '../domain/records/types.js';
 import type { Logger } from '../util/logger.js';
 import type { EventPublisher } from './events.js';
+import { SeenBefore } from './seen-before.js';
 import { reportingOf, type UseCaseDeps } from './use-case-deps.js';
 
 /**
@@ -23,9 +24,6 @@ import { reportingOf, type UseCaseDeps } from './use-case-deps.js';
 
 /** Full batches formed and stored by one write. */
 const MAX_BATCHES_PER_WRITE = 8;
-
-/** Clock skew allowed between the processes that accept records and the one that batches them. */
-const SUSPECT_CLOCK_MARGIN_MS = 5000;
 
 export interface AccumulatorOptions {
   readonly consumer: string;
@@ -56,8 +54,8 @@ export class Accumulator {
   private chain: Promise<void> = Promise.resolve();
   private readonly log: Logger;
   private readonly events: EventPublisher;
-  /** Records accepted up to then may have been batched by an earlier run (or term). */
-  private suspectBeforeMs = 0;
+  /** Deliveries whose records an earlier run (or term) may have batched. */
+  private readonly seen = new SeenBefore();
   /** When the open batch's wait began (its first record, or the records a flush left over), ms. */
   private openedAtMs = 0;
 
@@ -73,8 +71,7 @@ export class Accumulator {
 
   start(): void {
     if (this.sub !== null) return;
-    // The margin covers API processes whose clocks run ahead of this one's.
-    this.suspectBeforeMs = Date.now() + SUSPECT_CLOCK_MARGIN_MS;
+    this.seen.start();
     this.sub = this.queue.consume(
       {
         consumer: this.options.consumer,
@@ -95,12 +92,8 @@ export class Accumulator {
   }
 
   private async take(deliveries: readonly Delivery[]): Promise<void> {
-    // A message may already be in a stored batch when it was delivered before: a redelivery in
-    // this run (deliveryCount), or any message of records accepted before this run started, since
-    // a queue restarted after a crash counts deliveries from 1 again (the embedded queue keeps only
-    // its ack floor, and lazily) and may hand out again messages that were batched and acked.
-    const suspect = (d: Delivery): boolean => d.deliveryCount > 1 || d.records.some((r) => Date.parse(r.acceptedAt) <= this.suspectBeforeMs);
-    const redelivered = deliveries.filter(suspect).flatMap((d) => d.records);
+    // A message may already be in a stored batch when it was delivered before (SeenBefore).
+    const redelivered = deliveries.filter((d) => this.seen.suspect(d)).flatMap((d) => d.records);
     const already =
       redelivered.length > 0
         ? await this.store.batchedIngestIds(

@@ -4,6 +4,7 @@ import type { AcceptedRecord } from '../domain/records/types.js';
 import { toDrisError } from '../errors/dris-error.js';
 import type { Logger } from '../util/logger.js';
 import type { EventPublisher } from './events.js';
+import { SeenBefore } from './seen-before.js';
 import { reportingOf, type UseCaseDeps } from './use-case-deps.js';
 
 /**
@@ -79,6 +80,8 @@ export class Indexer {
   private timer: NodeJS.Timeout | null = null;
   /** The write in progress (or the last one), which the next write follows. */
   private writing: Promise<void> = Promise.resolve();
+  /** Deliveries whose records an earlier run may have indexed: only those are looked for first. */
+  private readonly seen = new SeenBefore();
 
   constructor(
     private readonly queue: RecordQueue,
@@ -92,6 +95,7 @@ export class Indexer {
 
   start(): void {
     if (this.sub !== null) return;
+    this.seen.start();
     this.sub = this.queue.consume(
       { consumer: this.options.consumer, maxBatch: this.options.maxBatch, maxInFlight: this.options.maxInFlight, ackWaitMs: this.options.ackWaitMs },
       (deliveries) => this.take(deliveries),
@@ -129,19 +133,31 @@ export class Indexer {
   }
 
   private async write(deliveries: readonly Delivery[]): Promise<void> {
-    const records = deliveries.flatMap((d) => d.records);
+    const unseen: AcceptedRecord[] = [];
+    const rest: AcceptedRecord[] = [];
+    for (const d of deliveries) (this.seen.suspect(d) ? rest : unseen).push(...d.records);
     try {
-      await this.insert(records);
+      await this.insert(rest, unseen);
     } catch (err) {
       await this.writeFailed(deliveries, err);
       return;
     }
-    await this.written(deliveries, records.length);
+    await this.written(deliveries, unseen.length + rest.length);
   }
 
-  private async insert(records: readonly AcceptedRecord[]): Promise<void> {
-    await this.index.insertRecords(records);
+  /**
+   * One write: `records` looked for in the index first, `unseen` (first deliveries of records
+   * accepted since this consumer started) not. A retry after a failure looks for every record:
+   * a failed write may have stored some.
+   */
+  private async insert(records: readonly AcceptedRecord[], unseen: readonly AcceptedRecord[] = []): Promise<void> {
+    // Both calls reach the index in the same turn, which coalesces them into one write.
+    await Promise.all([
+      records.length > 0 || unseen.length === 0 ? this.index.insertRecords(records) : undefined,
+      unseen.length > 0 ? this.index.insertRecords(unseen, { unseen: true }) : undefined,
+    ]);
     this.inserts += 1;
+    if (unseen.length > 0) records = records.length === 0 ? unseen : [...records, ...unseen];
     if (this.audit !== null) await this.audit.append(records.map(ingestEvent));
   }
 

@@ -214,6 +214,26 @@ void t.test('insertRecords: one look-up, inserts only missing records, values ne
   });
 });
 
+void t.test('records said unseen are not looked for; those coalesced with them still are', async (t) => {
+  const runner = new FakeRunner();
+  const index = await serverStorage(runner);
+  const maybe = record('ten', BASE_MS + 1);
+  const unseen = [record('ten', BASE_MS + 2), record('ten', BASE_MS + 3)];
+  await Promise.all([index.records.insertRecords([maybe]), index.records.insertRecords(unseen, { unseen: true })]);
+  t.same(
+    runner.of('query').map((q) => q.params?.['ids']),
+    [[maybe.ingestId]],
+    'one look-up, of the record not said unseen',
+  );
+  t.same(
+    runner.of('insert').flatMap((i) => i.rows.map((r) => (r as { ingest_id: string }).ingest_id)),
+    [maybe.ingestId, ...unseen.map((r) => r.ingestId)],
+  );
+  await index.records.insertRecords([record('ten', BASE_MS + 4)], { unseen: true });
+  t.equal(runner.of('query').length, 1, 'a write of unseen records alone looks nothing up');
+  t.equal(runner.of('insert').length, 2);
+});
+
 void t.test('existence look-ups are chunked; a write whose rows all exist sends no INSERT', async (t) => {
   const runner = new FakeRunner();
   const index = await serverStorage(runner, { lookupChunk: 5 });

@@ -1,8 +1,9 @@
 import t from 'tap';
 import { Indexer, type IndexerOptions } from '../../src/app/indexer.js';
+import { SUSPECT_CLOCK_MARGIN_MS } from '../../src/app/seen-before.js';
 import { openEventSeam } from '../../src/app/pipeline-stats.js';
 import type { AuditEvent, AuditLog } from '../../src/domain/audit/ports.js';
-import type { ConsumeOptions, Delivery, PublishResult, RecordIndex, RecordQueue, Subscription } from '../../src/domain/records/ports.js';
+import type { ConsumeOptions, Delivery, InsertRecordsOptions, PublishResult, RecordIndex, RecordQueue, Subscription } from '../../src/domain/records/ports.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
 import { DrisError } from '../../src/errors/dris-error.js';
 import { sampleRecord } from '../harness/records.js';
@@ -66,6 +67,8 @@ class HandQueue implements RecordQueue {
 /** An index recording its writes; a write completes when the test releases it. */
 class GatedIndex implements Pick<RecordIndex, 'insertRecords'>, Pick<AuditLog, 'append'> {
   readonly writes: string[][] = [];
+  /** The ids of each call that said its records could not be indexed yet (`unseen`). */
+  readonly unseenWrites: string[][] = [];
   readonly audited: string[] = [];
   failNext = false;
   /** Every write holding one of these ingest ids is refused (a record the index can never take). */
@@ -77,7 +80,8 @@ class GatedIndex implements Pick<RecordIndex, 'insertRecords'>, Pick<AuditLog, '
   private gates: (() => void)[] = [];
   gated = false;
 
-  async insertRecords(records: readonly AcceptedRecord[]): Promise<void> {
+  async insertRecords(records: readonly AcceptedRecord[], options?: InsertRecordsOptions): Promise<void> {
+    if (options?.unseen === true) this.unseenWrites.push(records.map((r) => r.ingestId));
     this.inProgress++;
     this.maxInProgress = Math.max(this.maxInProgress, this.inProgress);
     try {
@@ -148,6 +152,17 @@ void t.test('small deliveries are gathered into one write, acked only once it is
   t.ok([...ds, last].every((d) => d.acked), 'all acked after it');
   t.same(index.audited, ['ingest:id-1', 'ingest:id-2', 'ingest:id-3', 'ingest:id-4', 'ingest:id-5']);
   t.equal((await counts()).indexedCount, 5);
+  await indexer.stop();
+});
+
+void t.test('only records an earlier run may have indexed are looked for first: redeliveries and records accepted before the start', async (t) => {
+  const { queue, index, indexer } = setup({ lingerMs: 60_000, maxWriteRecords: 4 });
+  // Accepted after the start and its clock margin: the first sight of these records.
+  const fresh = (n: number): AcceptedRecord => ({ ...rec(n), acceptedAt: new Date(Date.now() + SUSPECT_CLOCK_MARGIN_MS + 60_000).toISOString() });
+  await queue.deliver([delivery(1, [fresh(1), fresh(2)]), delivery(2, [fresh(3)], 2), delivery(3, [rec(4)])]);
+  t.same(index.unseenWrites, [['id-1', 'id-2']], 'first deliveries of fresh records are not looked for');
+  t.same(index.writes.flat().sort(), ['id-1', 'id-2', 'id-3', 'id-4'], 'a redelivery and an older record are written, looked for first');
+  t.same(index.audited.sort(), ['ingest:id-1', 'ingest:id-2', 'ingest:id-3', 'ingest:id-4']);
   await indexer.stop();
 });
 

@@ -44,6 +44,8 @@ export interface PendingRecord {
   /** The canonical payload: its UTF-8 bytes as the queue kept them, or its text. */
   readonly payload: Uint8Array | string;
   readonly acceptedAtMs: number;
+  /** Known not to be stored yet (`InsertRecordsOptions.unseen`): no existence look-up. */
+  unseen: boolean;
 }
 
 /** What `recordLines` needs of the engine: JSON objects and arrays read into String columns as their text. */
@@ -65,6 +67,7 @@ export function toPendingRecord(r: AcceptedRecord): PendingRecord {
   }
   return {
     acceptedAtMs,
+    unseen: false,
     // The bytes when the queue kept them: reading `payload` would decode them to a string.
     payload: r.payloadBytes ?? r.payload,
     row: {

@@ -1,4 +1,4 @@
-import type { RecordIndex } from '../../domain/records/ports.js';
+import type { InsertRecordsOptions, RecordIndex } from '../../domain/records/ports.js';
 import type { AcceptedRecord, Page, RecordQuery, RecordSummary } from '../../domain/records/types.js';
 import { componentLogger, type Logger } from '../../util/logger.js';
 import { CountedInsert } from './counted-insert.js';
@@ -11,7 +11,8 @@ import { pageOf, pageParams } from './values.js';
 
 /**
  * The records table: the indexer's writes, coalesced into large inserts of the records not stored
- * yet (one existence look-up per write, so a redelivery stores nothing twice), and the listing of
+ * yet (one existence look-up per write for the records that may be stored already, so a
+ * redelivery stores nothing twice), and the listing of
  * a tenant's records.
  */
 
@@ -62,9 +63,16 @@ export class ClickHouseRecordStore implements RecordIndex {
     };
   }
 
-  async insertRecords(records: readonly AcceptedRecord[]): Promise<void> {
+  async insertRecords(records: readonly AcceptedRecord[], options?: InsertRecordsOptions): Promise<void> {
     // Converted before queueing, so a malformed record fails its own call and no other.
-    await this.#writes.submit(records.map(toPendingRecord));
+    const unseen = options?.unseen === true;
+    await this.#writes.submit(
+      records.map((r) => {
+        const p = toPendingRecord(r);
+        p.unseen = unseen;
+        return p;
+      }),
+    );
   }
 
   async #write(pending: PendingRecord[]): Promise<void> {
@@ -73,7 +81,9 @@ export class ClickHouseRecordStore implements RecordIndex {
       const k = recordKey(p.row.tenant_id, p.row.ingest_id);
       if (!unique.has(k)) unique.set(k, p);
     }
-    const present = await this.#presentKeys([...unique.values()]);
+    // Only records that may be stored already are looked for: the first delivery of a record
+    // accepted in this consumer's run cannot be (the indexer says which, `unseen`).
+    const present = await this.#presentKeys([...unique.values()].filter((p) => !p.unseen));
     const rows: PendingRecord[] = [];
     for (const [k, p] of unique) if (!present.has(k)) rows.push(p);
     if (rows.length > 0) await this.#inserts.writeLines(await encodeInSlices(rows, ENCODE_SLICE_ROWS, recordLines), rows.length, RECORD_LINES_SETTINGS);
@@ -82,6 +92,7 @@ export class ClickHouseRecordStore implements RecordIndex {
 
   /** Keys (tenant, ingestId) of these records already stored, one query per lookupChunk ids. */
   async #presentKeys(items: readonly PendingRecord[]): Promise<Set<string>> {
+    if (items.length === 0) return new Set();
     const chunks: PendingRecord[][] = [];
     for (let i = 0; i < items.length; i += this.#lookupChunk) chunks.push(items.slice(i, i + this.#lookupChunk));
     const sql = existingIngestIdsSql(this.#db.name);

@@ -102,8 +102,16 @@ export interface RecordQueue {
  * Hot index of records (ClickHouse). Its schema, health and lifetime belong to the database that
  * holds it, which the composition root manages; this port is what the indexer and the listing use.
  */
+export interface InsertRecordsOptions {
+  /**
+   * The caller knows none of these records can be indexed yet (the first delivery of records
+   * accepted after its consumer started): the index need not look for them first.
+   */
+  readonly unseen?: boolean;
+}
+
 export interface RecordIndex {
   /** Inserts records; a record whose ingestId is already indexed is not inserted again. */
-  insertRecords(records: readonly AcceptedRecord[]): Promise<void>;
+  insertRecords(records: readonly AcceptedRecord[], options?: InsertRecordsOptions): Promise<void>;
   queryRecords(query: RecordQuery): Promise<Page<RecordSummary>>;
 }
