@@ -14,6 +14,7 @@ import type { Figure, FloorFigure, Phase, SweepResult } from '../lib/results.js'
 import { withFloors, type Scenario, type ScenarioContext, type ScenarioOutput } from '../lib/scenario.js';
 import { BENCH_TENANT, startBenchService, type BenchService } from '../lib/service.js';
 import { describeKnee, runSweep, type Measured } from '../lib/sweep.js';
+import { cpuMsPerThousand, measureTree } from '../lib/tree-usage.js';
 import { fmtNum, table } from '../lib/table.js';
 
 /**
@@ -42,6 +43,9 @@ interface StepResult {
   readonly row: string[];
   readonly anchoredPerSec: number;
   readonly txPer1000: number;
+  /** CPU of the service's processes (anvil included) per 1000 records of the step, ms. */
+  readonly cpuMsPer1000: number;
+  readonly peakRssMiB: number;
 }
 
 async function step(ctx: ScenarioContext, s: BenchService, state: StepState, rate: number, index: number, workers: number, chain: ChainCounter): Promise<StepResult> {
@@ -63,7 +67,9 @@ async function step(ctx: ScenarioContext, s: BenchService, state: StepState, rat
     }
     return remainder;
   };
-  const r = await runAnchoredLoad(progress, {
+  // The whole step: warm-up, load and settling, until every record of it is Anchored; the CPU is
+  // that of all the work those records caused (and of the listing polls that followed them).
+  const { result: r, usage } = await measureTree(s.svc.pid, () => runAnchoredLoad(progress, {
     key,
     title,
     target: { host: '127.0.0.1', port: s.svc.port, url: s.svc.url },
@@ -83,17 +89,21 @@ async function step(ctx: ScenarioContext, s: BenchService, state: StepState, rat
     settleSec: num(values, 'settle-timeout'),
     chain,
     topUp,
-  });
+  }));
   const { load, follow: f, anchoredPerSec } = r;
+  const cpuMsPer1000 = cpuMsPerThousand(usage, r.acceptedRecords + r.topUpRecords);
+  const peakRssMiB = Math.round(usage.peakRssBytes / 2 ** 20);
   const txPer1000 = r.txPerThousandRecords;
   const e2e = f.latency.summary;
-  const data = { offeredRecordsPerSec: rate, acceptedRecords: r.acceptedRecords, topUpRecords: r.topUpRecords, anchoredRecords: f.anchored, anchoredRecordsPerSec: anchoredPerSec, transactions: r.transactions, txPerThousandRecords: txPer1000 };
+  const data = { offeredRecordsPerSec: rate, acceptedRecords: r.acceptedRecords, topUpRecords: r.topUpRecords, anchoredRecords: f.anchored, anchoredRecordsPerSec: anchoredPerSec, transactions: r.transactions, txPerThousandRecords: txPer1000, serviceCpuSec: usage.cpuSec, cpuMsPer1000Records: cpuMsPer1000, peakRssMiB };
   return {
     phase: { key, title, load, latencies: [f.latency], data },
     measured: { offered: rate, achieved: load.okPerSec * bulk, p50: e2e.p50, p99: e2e.p99, failed: load.failed, requests: load.ok + load.failed },
-    row: [fmtNum(rate), fmtNum(load.okPerSec * bulk), fmtNum(anchoredPerSec), ...[e2e.p50, e2e.p90, e2e.p99, e2e.max, load.latency.p99].map(fmtNum), String(txPer1000), String(load.failed)],
+    row: [fmtNum(rate), fmtNum(load.okPerSec * bulk), fmtNum(anchoredPerSec), ...[e2e.p50, e2e.p90, e2e.p99, e2e.max, load.latency.p99].map(fmtNum), String(txPer1000), fmtNum(cpuMsPer1000), fmtNum(peakRssMiB), String(load.failed)],
     anchoredPerSec,
     txPer1000,
+    cpuMsPer1000,
+    peakRssMiB,
   };
 }
 
@@ -156,6 +166,8 @@ async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
           headline.push({ key: 'ingestToAnchoredP99Ms', label: '202 -> Anchored p99', value: e2e?.p99 ?? 0, unit: 'ms', better: 'lower' });
           headline.push({ key: 'ingestToAnchoredP50Ms', label: '202 -> Anchored p50', value: e2e?.p50 ?? 0, unit: 'ms', better: 'lower' });
           headline.push({ key: 'txPerThousandRecords', label: 'anchor transactions per 1000 records', value: l.txPer1000, unit: 'tx', better: 'lower' });
+          headline.push({ key: 'cpuMsPer1000Records', label: 'service CPU per 1000 records (anvil included)', value: l.cpuMsPer1000, unit: 'ms', better: 'lower' });
+          headline.push({ key: 'peakRssMiB', label: 'service peak resident memory (anvil included)', value: l.peakRssMiB, unit: 'MiB', better: 'lower' });
         }
       }
     } finally {
@@ -164,7 +176,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
   } finally {
     await s.svc.dispose();
   }
-  const header = ['offered rec/s', 'accepted rec/s', 'anchored rec/s', 'e2e p50 ms', 'e2e p90 ms', 'e2e p99 ms', 'e2e max ms', 'bulk req p99 ms', 'tx/1000 rec', 'failed'];
+  const header = ['offered rec/s', 'accepted rec/s', 'anchored rec/s', 'e2e p50 ms', 'e2e p90 ms', 'e2e p99 ms', 'e2e max ms', 'bulk req p99 ms', 'tx/1000 rec', 'CPU ms/1000 rec', 'peak RSS MiB', 'failed'];
   return {
     headline,
     floors,
@@ -198,7 +210,8 @@ export const scenario: Scenario = {
     'latency from each intended send time, anchored records/s, and anchor transactions per 1000 records',
     'counted from the chain. --sweep runs rates in turn and prints the knee: the highest rate whose',
     '202 -> Anchored p99 stays under --p99-bound. Floors in the same run: fdatasync bandwidth, a raw chDB',
-    'insert, and a raw anvil transaction rate times the batch size.',
+    'insert, and a raw anvil transaction rate times the batch size. Each rate also reports the CPU the',
+    "service's processes (anvil included) spent per 1000 records, and their peak resident memory.",
   ].join('\n'),
   options: [
     ...LOAD_OPTIONS.filter((o) => o.name !== 'rate' && o.name !== 'pin'),

@@ -19,11 +19,15 @@ import { reportingOf, type UseCaseDeps } from './use-case-deps.js';
  * still formed from the first records not yet batched, in stream order, and a write stores all of
  * its batches or none, so a retry or a crash re-forms exactly the batches that were not stored.
  * Stored batches are published (BatchFormed, with their snapshots): the anchorer, fed by that event,
- * then need not read them back from the store.
+ * then need not read them back from the store. With `groupWaitMs`, a full batch waits that long for
+ * others to be stored with it (four full ones are written at once).
  */
 
 /** Full batches formed and stored by one write. */
 const MAX_BATCHES_PER_WRITE = 8;
+
+/** Full batches waiting at which a write starts without waiting for more (`groupWaitMs`). */
+const GROUP_AT_ONCE = 4;
 
 export interface AccumulatorOptions {
   readonly consumer: string;
@@ -31,6 +35,12 @@ export interface AccumulatorOptions {
   readonly maxWaitMs: number;
   /** Delay before a failed batch write is tried again, milliseconds. */
   readonly retryMs: number;
+  /**
+   * How long a full batch waits for more to be stored with it, milliseconds (default 0): each
+   * write is an insert per table, a part each for the engine to merge, whether it holds one batch
+   * or four. At most this much is added to a batch's way to its anchor.
+   */
+  readonly groupWaitMs?: number;
 }
 
 export type AccumulatorDeps = UseCaseDeps;
@@ -58,6 +68,8 @@ export class Accumulator {
   private readonly seen = new SeenBefore();
   /** When the open batch's wait began (its first record, or the records a flush left over), ms. */
   private openedAtMs = 0;
+  /** A full batch waits for others (`groupWaitMs`): the timer is set to the end of that wait. */
+  private grouping = false;
 
   constructor(
     private readonly queue: RecordQueue,
@@ -117,14 +129,30 @@ export class Accumulator {
       this.armTimer(this.options.maxWaitMs);
     }
     // A failed write waits for the retry timer rather than being tried again at once.
-    while (this.buffer.length >= this.options.maxRecords) if (!(await this.flush())) break;
+    const wait = this.options.groupWaitMs ?? 0;
+    if (wait > 0 && this.buffer.length >= this.options.maxRecords && !this.grouping) {
+      // A full batch: the write starts once more are full, or after the group wait.
+      this.grouping = true;
+      this.armTimer(wait, true);
+    }
+    const atOnce = this.options.maxRecords * (wait > 0 ? GROUP_AT_ONCE : 1);
+    while (this.buffer.length >= atOnce) if (!(await this.flush())) break;
   }
 
-  private armTimer(ms: number): void {
+  /**
+   * `fullOnly`: the end of a group wait, which writes full batches only. By the time it runs, a
+   * write may have taken them, and what is left is an open batch with its own wait.
+   */
+  private armTimer(ms: number, fullOnly = false): void {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = null;
       this.serial(async () => {
+        if (fullOnly && this.buffer.length < this.options.maxRecords) {
+          this.grouping = false;
+          if (this.buffer.length > 0 && this.timer === null) this.armTimer(Math.max(0, this.openedAtMs + this.options.maxWaitMs - Date.now()));
+          return;
+        }
         await this.flush();
       }).catch((err: unknown) => this.log.error({ err }, 'timed flush failed'));
     }, ms);
@@ -133,6 +161,7 @@ export class Accumulator {
 
   /** Forms and writes the batches due now; false when the write failed (the retry timer is set). */
   private async flush(): Promise<boolean> {
+    this.grouping = false;
     if (this.timer !== null) {
       clearTimeout(this.timer);
       this.timer = null;
@@ -155,6 +184,8 @@ export class Accumulator {
       // Nothing of this write counts: the retry forms its batches again from the same first
       // records, so a full batch keeps its id and its write is idempotent.
       this.log.warn({ err, batches: count, records: takes.reduce((n, t) => n + t.length, 0) }, 'batch write failed; will retry');
+      // The retry timer stands: deliveries meanwhile do not replace it by a group wait.
+      this.grouping = true;
       this.armTimer(this.options.retryMs);
       return false;
     }

@@ -13,6 +13,11 @@ export interface AnchorerOptions {
   /** A reconciliation runs at least this often, milliseconds (Failed anchors mined late are found then). */
   readonly reconcileIntervalMs?: number;
   readonly reconcile?: ReconcileOptions;
+  /**
+   * How long an Anchored write waits for more batches to record with it, milliseconds (default 0):
+   * each write is an insert per table, a part each for the engine to merge.
+   */
+  readonly markGroupWaitMs?: number;
 }
 
 /** Batches after the current one whose manifests are pinned while it is anchored. */

@@ -96,7 +96,7 @@ export class Anchorer {
     this.events = deps.events ?? NO_EVENTS;
     this.store = baseStore;
     this.prepared = new PreparedManifests(pinner, hashing);
-    this.marks = new AnchoredMarks(() => this.store, this.log, () => this.epoch, () => this.pending.markStale(), this.events);
+    this.marks = new AnchoredMarks(() => this.store, this.log, () => this.epoch, () => this.pending.markStale(), this.events, options.markGroupWaitMs ?? 0);
     this.pending = new PendingBatches(() => this.store, (id) => this.taken(id), () => this.marks.batchIds(), options.idleMs);
     this.reconciler = new AnchorReconciler(chain, pinner, this.log, options.reconcile ?? DEFAULT_RECONCILE_OPTIONS, this.events);
     chain.onReset?.(() => this.chainWentBack());
