@@ -9,9 +9,9 @@ import { NO_EVENTS, type EventPublisher } from './events.js';
  * Recording batches as Anchored runs behind the anchoring loop, several batches per write: their
  * snapshots and lifecycle entries in one write, then their batch rows (the batch row last, as
  * everywhere). A write may wait a little for more batches to join it (`groupWaitMs`): an insert
- * per table costs the engine about as much for one batch as for four, and a part more to merge. The chain is the record: a batch whose write is lost (a crash, a store error)
- * stays Pending in the store with its root on chain, and the next pass over the pending batches
- * adopts it. Once written, each batch is published (BatchAnchored, SnapshotStateChanged).
+ * per table costs the engine about as much for one batch as for four, and a part more to merge.
+ * The chain is the record: a batch whose write is lost (a crash, a store error) stays Pending in
+ * the store with its root on chain, and the next pass over the pending batches adopts it. Once written, each batch is published (BatchAnchored, SnapshotStateChanged).
  */
 
 /** Anchored batches recorded in one write. */
