@@ -124,14 +124,19 @@ export function ingestSuite(t: Test, mode: Mode): void {
     await svc.dispose();
   });
 
-  /** A request refused before its body ended; sent again (at most 5 times) where the target may reset it. */
+  /**
+   * A request refused before its body ended; sent again (at most 10 times, a little apart) where
+   * the target may reset it: whether the client has written its whole body before the reset is a
+   * race, which a loaded machine loses more often (five attempts in a row were lost once in CI).
+   */
   async function refused<T>(send: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await send();
       } catch (err) {
         const reset = (err as { cause?: { code?: string } }).cause?.code === 'UND_ERR_SOCKET';
-        if (!(svc.resetsEarlyRefusals === true && reset && attempt < 5)) throw err;
+        if (!(svc.resetsEarlyRefusals === true && reset && attempt < 10)) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
       }
     }
   }
