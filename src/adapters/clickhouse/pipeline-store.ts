@@ -283,7 +283,22 @@ export class ClickHousePipelineStore implements PipelineStore {
       `SELECT ${SNAPSHOT_COLUMNS} FROM ${this.#db}.snapshots FINAL WHERE tenant_id = {tenantId:String} AND snapshot_id = {snapshotId:String}`,
       { tenantId, snapshotId },
     );
-    return rows[0] === undefined ? null : toSnapshot(rows[0]);
+    const row = rows[0];
+    if (row === undefined || !(await this.#committed([row.batch_id])).has(row.batch_id)) return null;
+    return toSnapshot(row);
+  }
+
+  /**
+   * Of these batch ids, those whose batch row is stored. A batch's snapshots are written before
+   * its row, the commit marker; a write cut short (a crash) leaves snapshots of a batch that was
+   * never stored, and when its records are formed again into a batch of other content (a timed
+   * batch), those snapshots are of no batch at all. They are never shown.
+   */
+  async #committed(batchIds: readonly string[]): Promise<Set<string>> {
+    const ids = [...new Set(batchIds)];
+    if (ids.length === 0) return new Set();
+    const rows = await this.#runner.query<{ batch_id: string }>(`SELECT DISTINCT batch_id FROM ${this.#db}.batches WHERE batch_id IN {ids:Array(String)}`, { ids });
+    return new Set(rows.map((r) => r.batch_id));
   }
 
   async listSnapshots(q: SnapshotQuery): Promise<{ items: Snapshot[]; nextCursor: string | null }> {
@@ -311,9 +326,12 @@ export class ClickHousePipelineStore implements PipelineStore {
        ORDER BY created_at, snapshot_id LIMIT {limit:UInt32}`,
       c.params,
     );
-    const items = rows.slice(0, limit).map(toSnapshot);
-    const last = items.at(-1);
-    return { items, nextCursor: rows.length > limit && last !== undefined ? encodeCursor(last.createdAtMs, last.snapshotId) : null };
+    const page = rows.slice(0, limit);
+    const committed = await this.#committed(page.map((r) => r.batch_id));
+    const items = page.filter((r) => committed.has(r.batch_id)).map(toSnapshot);
+    // The cursor follows the page as read, uncommitted snapshots included: a page may come out short.
+    const last = page.at(-1);
+    return { items, nextCursor: rows.length > limit && last !== undefined ? encodeCursor(n(last.created_at_ms), last.snapshot_id) : null };
   }
 
   async lifecycleOf(tenantId: string, snapshotId: string): Promise<LifecycleEntry[]> {

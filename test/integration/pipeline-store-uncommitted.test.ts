@@ -1,0 +1,82 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { openClickHouseStorage } from '../../src/adapters/clickhouse/open-storage.js';
+import { ClickHousePipelineStore } from '../../src/adapters/clickhouse/pipeline-store.js';
+import { loadHashingBackend } from '../../src/adapters/hashing/select-backend.js';
+import { formBatch } from '../../src/domain/pipeline/batch-formation.js';
+import type { Snapshot } from '../../src/domain/pipeline/types.js';
+import { setLogLevel } from '../../src/util/logger.js';
+import { sampleRecord } from '../harness/records.js';
+
+/**
+ * A batch write cut short (a crash after the snapshots, before the batch row that commits them)
+ * leaves snapshots of a batch that was never stored. When its records are formed again into a
+ * batch of other content, nothing replaces them: the store never shows them.
+ */
+
+setLogLevel('silent');
+
+const root = mkdtempSync(join(tmpdir(), 'dris-uncommitted-'));
+t.teardown(() => rmSync(root, { recursive: true, force: true }));
+
+const { backend: hashing } = await loadHashingBackend('js');
+const { storage: index } = await openClickHouseStorage({ engine: { kind: 'embedded', path: join(root, 'clickhouse') } });
+await index.database.migrate();
+t.teardown(() => index.close());
+
+const BASE_MS = Date.parse('2025-07-01T00:00:00.000Z');
+const recordsOf = (prefix: string, count: number): ReturnType<typeof sampleRecord>[] =>
+  Array.from({ length: count }, (_, i) => ({
+    ...sampleRecord(i),
+    tenantId: 'acme',
+    recordId: `${prefix}-${i}`,
+    ingestId: `01JUNCOMMIT${prefix}00000000000${i}`,
+    recordHash: hashing.sha256Hex(Buffer.from(`${prefix}-${i}`)),
+    acceptedAt: new Date(BASE_MS + i).toISOString(),
+  }));
+
+// The interrupted write: a timed batch of two records, formed first, whose batch row never came.
+const cut = formBatch(recordsOf('A', 2), hashing, BASE_MS + 10);
+// Its records formed again, with a third, into a batch of other content, stored whole.
+const stored = formBatch([...recordsOf('A', 2), ...recordsOf('B', 1)], hashing, BASE_MS + 20);
+
+async function listAll(store: ClickHousePipelineStore, limit: number): Promise<Snapshot[]> {
+  const out: Snapshot[] = [];
+  let cursor: string | undefined;
+  for (let pages = 0; pages < 10; pages++) {
+    const page = await store.listSnapshots({ tenantId: 'acme', limit, ...(cursor === undefined ? {} : { cursor }) });
+    out.push(...page.items);
+    if (page.nextCursor === null) return out;
+    cursor = page.nextCursor;
+  }
+  throw new Error('the listing did not end');
+}
+
+void t.test('snapshots of a batch never stored are neither listed nor found', async (t) => {
+  const store = new ClickHousePipelineStore(index.database);
+  await store.putSnapshots(cut.snapshots, cut.lifecycle);
+  await store.saveFormedBatches([stored]);
+  const cutId = cut.snapshots[0]?.snapshotId ?? '';
+  const storedId = stored.snapshots[0]?.snapshotId ?? '';
+  t.not(cutId, storedId, 'the batches differ, and so do their snapshots');
+
+  t.equal(await store.getSnapshot('acme', cutId), null, 'the uncommitted snapshot is not found');
+  t.equal((await store.getSnapshot('acme', storedId))?.batchId, stored.batch.batchId, 'the stored one is');
+  t.same(
+    (await listAll(store, 100)).map((s) => s.snapshotId),
+    [storedId],
+    'one page: only the stored snapshot',
+  );
+  t.same(
+    (await listAll(store, 1)).map((s) => s.snapshotId),
+    [storedId],
+    'pages of one: the cursor passes the uncommitted snapshot, whose page comes out empty',
+  );
+  t.same(
+    (await store.listSnapshots({ tenantId: 'acme', limit: 100, status: 'Batched', recordId: 'A-0' })).items.map((s) => s.snapshotId),
+    [storedId],
+    'filtered by a record of both: only the stored snapshot',
+  );
+});
