@@ -135,8 +135,16 @@ t.test('receipts verify offline against anvil and Kubo, and tampering is caught'
   const manifests = new Map<string, string[]>();
   const built = new Map<string, Receipt>();
   for (const [recordId, acc] of accepted) {
-    const timeline = await request<Timeline>(svc, 'GET', `/api/v1/timeline/record?collection=invoices&recordId=${recordId}`, { key });
-    const item = timeline.body.items[0];
+    // The index and the anchor are consumers of their own: a record may be anchored a moment before
+    // its row is indexed, and the timeline lists it once it is.
+    const item = await eventually(
+      async () => {
+        const timeline = await request<Timeline>(svc, 'GET', `/api/v1/timeline/record?collection=invoices&recordId=${recordId}`, { key });
+        return timeline.status === 200 ? timeline.body.items[0] : undefined;
+      },
+      30_000,
+      200,
+    );
     if (item?.batchId === null || item?.batchId === undefined || item.leafIndex === null || item.treeSize === null) throw new Error(`${recordId} is not in a batch`);
     const batch = (await request<BatchView>(svc, 'GET', `/api/v1/batches/${item.batchId}`, { key })).body;
     let leaves = manifests.get(batch.ipfsCid);
