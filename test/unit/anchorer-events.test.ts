@@ -6,8 +6,8 @@ import { EventBus } from '../../src/app/event-bus.js';
 import type { DomainEvent, EventOf, EventType } from '../../src/app/events.js';
 import { formBatch, type FormedBatch } from '../../src/domain/pipeline/batch-formation.js';
 import { ingestIdTimeMs } from '../../src/domain/records/ids.js';
-import type { ConsumeOptions, Delivery, PublishResult, RecordQueue, Subscription } from '../../src/domain/records/ports.js';
 import { createLogger, setLogLevel } from '../../src/util/logger.js';
+import { delivery, HandQueue } from '../harness/hand-queue.js';
 import { MemoryPinner, MemoryStore, OrderedChain, record, until } from '../harness/pipeline-memory.js';
 
 /**
@@ -175,36 +175,3 @@ void t.test('after stop, the feed is gone: BatchFormed is no longer wanted by th
   t.equal(bus.wants('BatchFormed'), false, 'not after its term');
 });
 
-/** A queue whose deliveries the test hands to the consumer itself. */
-class HandQueue implements RecordQueue {
-  private handler: ((deliveries: readonly Delivery[]) => Promise<void>) | null = null;
-  readonly maxMessageBytes = 1024 * 1024;
-  publish(): Promise<PublishResult> {
-    return Promise.resolve({ duplicate: false });
-  }
-  consume(_options: ConsumeOptions, handler: (deliveries: readonly Delivery[]) => Promise<void>): Subscription {
-    this.handler = handler;
-    return { stop: () => Promise.resolve() };
-  }
-  deliver(deliveries: Delivery[]): Promise<void> {
-    if (this.handler === null) throw new Error('not consuming');
-    return this.handler(deliveries);
-  }
-  check(): Promise<void> {
-    return Promise.resolve();
-  }
-  close(): Promise<void> {
-    return Promise.resolve();
-  }
-}
-
-function delivery(seq: number, r: ReturnType<typeof record>): Delivery {
-  return {
-    records: [r],
-    seq,
-    deliveryCount: 1,
-    ack: () => Promise.resolve(),
-    nak: () => undefined,
-    deadLetter: () => Promise.resolve(),
-  };
-}

@@ -3,9 +3,10 @@ import { Indexer, type IndexerOptions } from '../../src/app/indexer.js';
 import { SUSPECT_CLOCK_MARGIN_MS } from '../../src/app/seen-before.js';
 import { openEventSeam } from '../../src/app/pipeline-stats.js';
 import type { AuditEvent, AuditLog } from '../../src/domain/audit/ports.js';
-import type { ConsumeOptions, Delivery, InsertRecordsOptions, PublishResult, RecordIndex, RecordQueue, Subscription } from '../../src/domain/records/ports.js';
+import type { Delivery, InsertRecordsOptions, RecordIndex } from '../../src/domain/records/ports.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
 import { DrisError } from '../../src/errors/dris-error.js';
+import { HandQueue } from '../harness/hand-queue.js';
 import { sampleRecord } from '../harness/records.js';
 
 const rec = sampleRecord;
@@ -37,31 +38,6 @@ function delivery(seq: number, records: AcceptedRecord[], deliveryCount = 1): Fa
     },
   };
   return d;
-}
-
-/** A queue whose deliveries the test hands to the consumer itself. */
-class HandQueue implements RecordQueue {
-  handler: ((deliveries: readonly Delivery[]) => Promise<void>) | null = null;
-  options: ConsumeOptions | null = null;
-  readonly maxMessageBytes = 1024 * 1024;
-  publish(): Promise<PublishResult> {
-    return Promise.resolve({ duplicate: false });
-  }
-  consume(options: ConsumeOptions, handler: (deliveries: readonly Delivery[]) => Promise<void>): Subscription {
-    this.options = options;
-    this.handler = handler;
-    return { stop: () => Promise.resolve() };
-  }
-  deliver(deliveries: Delivery[]): Promise<void> {
-    if (this.handler === null) throw new Error('not consuming');
-    return this.handler(deliveries);
-  }
-  check(): Promise<void> {
-    return Promise.resolve();
-  }
-  close(): Promise<void> {
-    return Promise.resolve();
-  }
 }
 
 /** An index recording its writes; a write completes when the test releases it. */

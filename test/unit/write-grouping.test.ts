@@ -1,12 +1,12 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { loadHashingBackend } from '../../src/adapters/hashing/select-backend.js';
 import { Accumulator } from '../../src/app/accumulator.js';
 import { Anchorer } from '../../src/app/anchorer.js';
 import { formBatch, type FormedBatch } from '../../src/domain/pipeline/batch-formation.js';
 import type { Batch } from '../../src/domain/pipeline/types.js';
-import type { ConsumeOptions, Delivery, PublishResult, RecordQueue, Subscription } from '../../src/domain/records/ports.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
 import { createLogger, setLogLevel } from '../../src/util/logger.js';
+import { delivery, HandQueue } from '../harness/hand-queue.js';
 import { MemoryPinner, MemoryStore, OrderedChain, record, until } from '../harness/pipeline-memory.js';
 
 /**
@@ -18,27 +18,6 @@ setLogLevel('silent');
 const { backend: hashing } = await loadHashingBackend('js');
 const quiet = { logger: createLogger('silent') };
 
-class HandQueue implements RecordQueue {
-  private handler: ((deliveries: readonly Delivery[]) => Promise<void>) | null = null;
-  readonly maxMessageBytes = 1024 * 1024;
-  publish(): Promise<PublishResult> {
-    return Promise.resolve({ duplicate: false });
-  }
-  consume(_options: ConsumeOptions, handler: (deliveries: readonly Delivery[]) => Promise<void>): Subscription {
-    this.handler = handler;
-    return { stop: () => Promise.resolve() };
-  }
-  deliver(records: readonly AcceptedRecord[]): Promise<void> {
-    if (this.handler === null) throw new Error('not consuming');
-    return this.handler(records.map((r, i) => ({ records: [r], seq: i + 1, deliveryCount: 1, ack: () => Promise.resolve(), nak: () => undefined, deadLetter: () => Promise.resolve() })));
-  }
-  check(): Promise<void> {
-    return Promise.resolve();
-  }
-  close(): Promise<void> {
-    return Promise.resolve();
-  }
-}
 
 /** A store counting its writes of formed batches and of batch rows. */
 function countingStore(): { store: MemoryStore; formedWrites: number[]; batchWrites: number[] } {
@@ -60,14 +39,20 @@ function countingStore(): { store: MemoryStore; formedWrites: number[]; batchWri
 
 const batchOf = (b: number): AcceptedRecord[] => Array.from({ length: 3 }, (_, i) => record(b, i));
 
-void t.test('a full batch waits for others up to groupWaitMs, then is written alone', async (t) => {
-  const { store, formedWrites } = countingStore();
+/** An accumulator of 3-record batches on a hand-fed queue; `deliver` hands it records, one message each. */
+function accumulating(store: MemoryStore, t: Test, groupWaitMs?: number): { deliver: (records: readonly AcceptedRecord[]) => Promise<void>; acc: Accumulator } {
   const queue = new HandQueue();
-  const acc = new Accumulator(queue, store, hashing, { consumer: 'accumulator', maxRecords: 3, maxWaitMs: 60_000, retryMs: 1000, groupWaitMs: 150 }, quiet);
+  const acc = new Accumulator(queue, store, hashing, { consumer: 'accumulator', maxRecords: 3, maxWaitMs: 60_000, retryMs: 1000, ...(groupWaitMs === undefined ? {} : { groupWaitMs }) }, quiet);
   acc.start();
   t.teardown(() => acc.stop());
+  return { deliver: (records) => queue.deliver(records.map((r, i) => delivery(i + 1, r))), acc };
+}
+
+void t.test('a full batch waits for others up to groupWaitMs, then is written alone', async (t) => {
+  const { store, formedWrites } = countingStore();
+  const { deliver } = accumulating(store, t, 150);
   const started = Date.now();
-  await queue.deliver(batchOf(1));
+  await deliver(batchOf(1));
   t.same(formedWrites, [], 'not written at once');
   await until(() => formedWrites.length === 1, 'the grouped write');
   t.ok(Date.now() - started >= 140, 'written after the group wait');
@@ -77,33 +62,24 @@ void t.test('a full batch waits for others up to groupWaitMs, then is written al
 
 void t.test('batches filled during the wait are written with the first', async (t) => {
   const { store, formedWrites } = countingStore();
-  const queue = new HandQueue();
-  const acc = new Accumulator(queue, store, hashing, { consumer: 'accumulator', maxRecords: 3, maxWaitMs: 60_000, retryMs: 1000, groupWaitMs: 150 }, quiet);
-  acc.start();
-  t.teardown(() => acc.stop());
-  await queue.deliver(batchOf(1));
-  await queue.deliver(batchOf(2));
+  const { deliver } = accumulating(store, t, 150);
+  await deliver(batchOf(1));
+  await deliver(batchOf(2));
   await until(() => formedWrites.length === 1, 'the grouped write');
   t.same(formedWrites, [2], 'one write, two batches');
 });
 
 void t.test('four full batches are written at once, without the wait', async (t) => {
   const { store, formedWrites } = countingStore();
-  const queue = new HandQueue();
-  const acc = new Accumulator(queue, store, hashing, { consumer: 'accumulator', maxRecords: 3, maxWaitMs: 60_000, retryMs: 1000, groupWaitMs: 60_000 }, quiet);
-  acc.start();
-  t.teardown(() => acc.stop());
-  await queue.deliver([1, 2, 3, 4].flatMap(batchOf));
+  const { deliver } = accumulating(store, t, 60_000);
+  await deliver([1, 2, 3, 4].flatMap(batchOf));
   t.same(formedWrites, [4], 'written in the delivery');
 });
 
 void t.test('without groupWaitMs a full batch is written at once', async (t) => {
   const { store, formedWrites } = countingStore();
-  const queue = new HandQueue();
-  const acc = new Accumulator(queue, store, hashing, { consumer: 'accumulator', maxRecords: 3, maxWaitMs: 60_000, retryMs: 1000 }, quiet);
-  acc.start();
-  t.teardown(() => acc.stop());
-  await queue.deliver(batchOf(1));
+  const { deliver } = accumulating(store, t);
+  await deliver(batchOf(1));
   t.same(formedWrites, [1]);
 });
 
@@ -128,12 +104,9 @@ void t.test('a group wait that ends after a write took its batches does not writ
     await new Promise((resolve) => setTimeout(resolve, 200));
     return new Set<string>();
   };
-  const queue = new HandQueue();
-  const acc = new Accumulator(queue, store, hashing, { consumer: 'accumulator', maxRecords: 3, maxWaitMs: 60_000, retryMs: 1000, groupWaitMs: 50 }, quiet);
-  acc.start();
-  t.teardown(() => acc.stop());
-  await queue.deliver(batchOf(1).map((r) => ({ ...r, acceptedAt: new Date(Date.now() + 3_600_000).toISOString() })));
-  await queue.deliver([2, 3, 4].flatMap(batchOf).concat([record(5, 0)]));
+  const { deliver, acc } = accumulating(store, t, 50);
+  await deliver(batchOf(1).map((r) => ({ ...r, acceptedAt: new Date(Date.now() + 3_600_000).toISOString() })));
+  await deliver([2, 3, 4].flatMap(batchOf).concat([record(5, 0)]));
   await new Promise((resolve) => setTimeout(resolve, 300));
   t.same(formedWrites, [4], 'the four full batches, and not the one record left');
   t.equal(acc.openBatch()?.records, 1, 'which waits in the open batch');
