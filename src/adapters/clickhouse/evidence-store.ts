@@ -19,6 +19,8 @@ export interface EvidenceStoreOptions {
   readonly lookupBatch?: number;
   /** Coalesced queries in flight at once. Default: what the engine runs at once (`SqlRunner.parallelQueries`). */
   readonly lookupParallel?: number;
+  /** How long a look-up waits for others under load, milliseconds (LookupBatcherOptions.gatherMs). Default 1. */
+  readonly lookupGatherMs?: number;
 }
 
 /** Read with the record's leaf (`recordsWithLeaves`), which adds snapshot_id … merkle_proof. */
@@ -33,7 +35,7 @@ export class ClickHouseEvidenceStore implements EvidenceIndex {
   constructor(db: ClickHouseDatabase, options: EvidenceStoreOptions = {}) {
     this.#db = db;
     const maxBatch = options.lookupBatch ?? 256;
-    const batching = { maxBatch, maxPending: maxBatch * 64, parallel: options.lookupParallel ?? db.runner.parallelQueries };
+    const batching = { maxBatch, maxPending: maxBatch * 64, parallel: options.lookupParallel ?? db.runner.parallelQueries, gatherMs: options.lookupGatherMs ?? 1 };
     this.#lookups = new LookupBatcher<RecordLookup, StoredRecord[]>(batching, (keys) => this.#findMany(keys));
     this.#batches = new LookupBatcher<string, BatchAnchor | null>(batching, (ids) => this.#findBatches(ids));
   }

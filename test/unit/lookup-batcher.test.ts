@@ -1,0 +1,82 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import t from 'tap';
+import { LookupBatcher, type LookupBatcherOptions } from '../../src/adapters/clickhouse/lookup-batcher.js';
+
+/** A batcher whose queries answer each key doubled, recording the keys of every query sent. */
+function batcher(options: Partial<LookupBatcherOptions> = {}): { b: LookupBatcher<number, number>; sent: number[][] } {
+  const sent: number[][] = [];
+  const b = new LookupBatcher<number, number>({ maxBatch: 4, maxPending: 64, parallel: 1, ...options }, (keys) => {
+    sent.push([...keys]);
+    return Promise.resolve(keys.map((k) => k * 2));
+  });
+  return { b, sent };
+}
+
+void t.test('an idle batcher not under load sends a look-up at once', async (t) => {
+  const { b, sent } = batcher({ gatherMs: 50 });
+  const answer = b.lookup(1);
+  t.same(sent, [[1]], 'sent before lookup() returned');
+  t.equal(await answer, 2);
+});
+
+void t.test('under load, a look-up finding the batcher idle waits gatherMs for others to join it', async (t) => {
+  const { b, sent } = batcher({ gatherMs: 30 });
+  t.equal(await b.lookup(1), 2);
+  // The query just ended: the next look-ups are a wave, gathered into one query.
+  const wave = [b.lookup(2), b.lookup(3)];
+  t.same(sent, [[1]], 'nothing sent at once');
+  await sleep(5);
+  const late = b.lookup(4);
+  t.same(sent, [[1]], 'still gathering');
+  t.same(await Promise.all([...wave, late]), [4, 6, 8]);
+  t.same(sent, [[1], [2, 3, 4]], 'one query for the wave');
+  t.equal(b.queries, 2);
+});
+
+void t.test('a gathering that reaches maxBatch is sent at once', async (t) => {
+  const { b, sent } = batcher({ gatherMs: 10_000 });
+  await b.lookup(1);
+  const wave = [b.lookup(2), b.lookup(3), b.lookup(4)];
+  t.same(sent, [[1]]);
+  wave.push(b.lookup(5));
+  t.same(sent, [[1], [2, 3, 4, 5]], 'the full batch did not wait');
+  t.same(await Promise.all(wave), [4, 6, 8, 10]);
+});
+
+void t.test('without gatherMs, or once the load has passed, nothing waits', async (t) => {
+  const plain = batcher();
+  await plain.b.lookup(1);
+  void plain.b.lookup(2);
+  t.same(plain.sent, [[1], [2]], 'gatherMs 0');
+  const quiet = batcher({ gatherMs: 10_000 });
+  await quiet.b.lookup(1);
+  await sleep(40);
+  void quiet.b.lookup(2);
+  t.same(quiet.sent, [[1], [2]], 'the last query ended long enough ago');
+});
+
+void t.test('look-ups arriving while a query runs go out together when it ends', async (t) => {
+  const sent: number[][] = [];
+  let release: (() => void) | undefined;
+  const b = new LookupBatcher<number, number>({ maxBatch: 8, maxPending: 64, parallel: 1, gatherMs: 10_000 }, async (keys) => {
+    sent.push([...keys]);
+    if (sent.length === 1) await new Promise<void>((r) => (release = r));
+    return keys;
+  });
+  const first = b.lookup(1);
+  const queued = [b.lookup(2), b.lookup(3)];
+  t.same(sent, [[1]]);
+  release?.();
+  t.same(await Promise.all([first, ...queued]), [1, 2, 3]);
+  t.same(sent, [[1], [2, 3]], 'sent when the running query ended, without a gathering wait');
+});
+
+void t.test('a failed query fails its look-ups only', async (t) => {
+  let calls = 0;
+  const b = new LookupBatcher<number, number>({ maxBatch: 4, maxPending: 64, parallel: 1, gatherMs: 1 }, (keys) => {
+    calls += 1;
+    return calls === 1 ? Promise.reject(new Error('engine down')) : Promise.resolve(keys);
+  });
+  await t.rejects(b.lookup(1));
+  t.same(await Promise.all([b.lookup(2), b.lookup(3)]), [2, 3]);
+});
