@@ -459,6 +459,24 @@ pub fn sha256(data: Uint8Array) -> Buffer {
     Buffer::from(Sha256::digest(&*data).to_vec())
 }
 
+/// SHA-256 of `data` written into `out` at `offset`, without a buffer of its own: a Merkle proof
+/// check hashes a node per level, and a fresh buffer per hash cost more than the hash. False when
+/// `out` has no 32 bytes there.
+#[napi]
+pub fn sha256_into(data: Uint8ArraySlice, mut out: Uint8ArraySlice, offset: u32) -> bool {
+    let digest = Sha256::digest(&*data);
+    // Safety: the view is only written during this synchronous call, while JS cannot run.
+    let out = unsafe { out.as_mut() };
+    let at = offset as usize;
+    match out.get_mut(at..at + 32) {
+        Some(dst) => {
+            dst.copy_from_slice(&digest);
+            true
+        }
+        None => false,
+    }
+}
+
 /// Canonical form of the JSON text of a JavaScript value (JSON.stringify output); a violation
 /// is an error whose reason is "<code> <path>" of the first one.
 #[napi]

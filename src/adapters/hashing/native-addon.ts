@@ -28,6 +28,8 @@ export interface NativeAddon {
   envelopeHashesUtf16(units: Uint16Array, lengths: Int32Array, out: Uint8Array): boolean;
   sha256Hex(data: Uint8Array): string;
   sha256(data: Uint8Array): Buffer;
+  /** SHA-256 of `data` into `out` at `offset`; false when `out` has no 32 bytes there. */
+  sha256Into(data: Uint8Array, out: Uint8Array, offset: number): boolean;
   canonicalizeJson(text: Uint8Array): string;
   merkleRoot(data: Uint8Array, offsets?: Uint32Array | null): Buffer;
   merkleAllProofs(data: Uint8Array, offsets?: Uint32Array | null): AllProofsNative;
@@ -44,6 +46,7 @@ const REQUIRED: readonly (keyof NativeAddon)[] = [
   'envelopeHashesUtf16',
   'sha256Hex',
   'sha256',
+  'sha256Into',
   'canonicalizeJson',
   'merkleRoot',
   'merkleAllProofs',

@@ -177,7 +177,7 @@ export class NativeHashingBackend extends MerkleChecks implements HashingBackend
     super(
       new MerkleHasher({
         digestInto: (data, out, offset) => {
-          out.set(addon.sha256(data), offset);
+          if (!addon.sha256Into(data, out, offset)) throw new RangeError('no room for a digest');
         },
       }),
     );
