@@ -28,6 +28,42 @@ export type ManifestRead = ManifestEntry | 'invalid' | null;
 const MANIFEST_CACHE_ENTRIES = 2048;
 
 /**
+ * Bytes of manifests kept packed besides (leaves as 32 bytes each, about 32 KiB for 1000), past the
+ * 2048 kept in full: a manifest found packed is rebuilt in about a tenth of a millisecond, where
+ * one fetched again costs its read, its parse and its root, and with an index of more batches than
+ * the full cache holds, verifications drawn uniformly missed it a third of the time (3 000 000
+ * records: 1 100 verifications/s instead of 2 300). 256 MiB: the manifests of 8 000 000 records.
+ */
+const PACKED_MANIFEST_BYTES = 256 * 1024 * 1024;
+const HEX64 = /^[0-9a-f]{64}$/;
+
+/** A manifest whose leaves are all 64 lowercase hex digits, packed. */
+interface PackedManifest {
+  readonly merkleRoot: string;
+  readonly treeSize: number;
+  readonly computedRoot: string;
+  readonly leaves: Buffer;
+}
+
+function packManifest(m: ManifestEntry): PackedManifest | null {
+  const leaves = Buffer.allocUnsafeSlow(m.leaves.length * 32);
+  for (let i = 0; i < m.leaves.length; i++) {
+    const leaf = m.leaves[i] as string;
+    // Anything else (a tampered manifest) is kept in full only: its text must come back as it was.
+    if (!HEX64.test(leaf)) return null;
+    leaves.write(leaf, i * 32, 32, 'hex');
+  }
+  return { merkleRoot: m.merkleRoot, treeSize: m.treeSize, computedRoot: m.computedRoot, leaves };
+}
+
+function unpackManifest(p: PackedManifest): ManifestEntry {
+  const n = p.leaves.length / 32;
+  const leaves = new Array<string>(n);
+  for (let i = 0; i < n; i++) leaves[i] = p.leaves.toString('hex', i * 32, i * 32 + 32);
+  return { merkleRoot: p.merkleRoot, treeSize: p.treeSize, computedRoot: p.computedRoot, leaves };
+}
+
+/**
  * How long stored-mode verification reuses the row of an Anchored batch. Each use still needs the
  * chain read (at most chainCacheMs old) to hold the batch's root at its sequence; when it does not,
  * the row is read again before the answer. What else the row holds (manifest, transaction) changes
@@ -59,6 +95,9 @@ export class VerificationReads {
   readonly #eventsBySeq: TtlCache<number, AnchorEventView | null>;
   readonly #eventsByBatch: TtlCache<string, AnchorEventView | null>;
   readonly #manifests = new TtlCache<string, ManifestEntry | 'invalid'>(24 * 3_600_000, MANIFEST_CACHE_ENTRIES);
+  /** Content-addressed, so never stale; Map order is insertion order, the oldest is let go first. */
+  readonly #packed = new Map<string, PackedManifest>();
+  #packedBytes = 0;
   readonly #batches: TtlCache<string, BatchAnchor | null>;
   readonly #anchoredBatches: TtlCache<string, BatchAnchor | null>;
   readonly #anchoredReuseMs: number;
@@ -122,16 +161,33 @@ export class VerificationReads {
     }
   }
 
+  #keepPacked(cid: string, m: ManifestEntry): void {
+    const p = packManifest(m);
+    if (p === null || this.#packed.has(cid) || p.leaves.length > PACKED_MANIFEST_BYTES) return;
+    while (this.#packedBytes + p.leaves.length > PACKED_MANIFEST_BYTES) {
+      const oldest = this.#packed.entries().next();
+      if (oldest.done === true) break;
+      this.#packed.delete(oldest.value[0]);
+      this.#packedBytes -= oldest.value[1].leaves.length;
+    }
+    this.#packed.set(cid, p);
+    this.#packedBytes += p.leaves.length;
+  }
+
   /** A manifest by CID (see ManifestRead). */
   async manifest(cid: string): Promise<ManifestRead> {
     const pinner = this.deps.pinner;
     if (pinner === null) return null;
     try {
       return await this.#manifests.get(cid, async () => {
+        const packed = this.#packed.get(cid);
+        if (packed !== undefined) return unpackManifest(packed);
         const bytes = await pinner.cat(cid, { timeoutMs: this.deps.ipfsTimeoutMs });
         const m = parseManifest(bytes);
         if (m === null) return 'invalid';
-        return { ...m, computedRoot: rootOfLeaves(this.deps.hashing, m.leaves) };
+        const entry: ManifestEntry = { merkleRoot: m.merkleRoot, treeSize: m.treeSize, leaves: m.leaves, computedRoot: rootOfLeaves(this.deps.hashing, m.leaves) };
+        this.#keepPacked(cid, entry);
+        return entry;
       });
     } catch (err) {
       this.deps.log.warn({ code: codeOf(err) }, 'manifest fetch failed');
