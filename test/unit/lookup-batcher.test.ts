@@ -80,3 +80,21 @@ void t.test('a failed query fails its look-ups only', async (t) => {
   await t.rejects(b.lookup(1));
   t.same(await Promise.all([b.lookup(2), b.lookup(3)]), [2, 3]);
 });
+
+void t.test('the next query is sent before the callers of the last one go on', async (t) => {
+  const sent: number[][] = [];
+  let release: (() => void) | undefined;
+  // As the chDB binding does, the query leaves a turn of the microtask queue after it is asked for.
+  const b = new LookupBatcher<number, number>({ maxBatch: 8, maxPending: 64, parallel: 1 }, async (keys) => {
+    await Promise.resolve();
+    sent.push([...keys]);
+    if (sent.length === 1) await new Promise<void>((r) => (release = r));
+    return keys;
+  });
+  const seenByFirstCaller = b.lookup(1).then(() => sent.length);
+  const queued = b.lookup(2);
+  await Promise.resolve();
+  release?.();
+  t.equal(await seenByFirstCaller, 2, 'the query of the waiting look-up was already sent');
+  t.equal(await queued, 2);
+});

@@ -91,16 +91,21 @@ export class LookupBatcher<K, V> {
   }
 
   async #execute(batch: Pending<K, V>[]): Promise<void> {
+    let values: V[] | undefined;
+    let failure: unknown;
     try {
-      const values = await this.#run(batch.map((p) => p.key));
+      values = await this.#run(batch.map((p) => p.key));
       if (values.length !== batch.length) throw new DrisError('internal_error', 'look-up answered a different number of keys');
-      for (let i = 0; i < batch.length; i++) (batch[i] as Pending<K, V>).resolve(values[i] as V);
     } catch (err) {
-      for (const p of batch) p.reject(err);
-    } finally {
-      this.#inFlight -= 1;
-      this.#lastEndMs = performance.now();
-      this.#pump();
+      values = undefined;
+      failure = err;
     }
+    // The next query is sent before this one's callers go on: each runs up to its next await
+    // once answered, and a query sent after them would leave the engine idle meanwhile.
+    this.#inFlight -= 1;
+    this.#lastEndMs = performance.now();
+    this.#pump();
+    if (values === undefined) for (const p of batch) p.reject(failure);
+    else for (let i = 0; i < batch.length; i++) (batch[i] as Pending<K, V>).resolve(values[i] as V);
   }
 }
