@@ -1,7 +1,7 @@
 import type { HashingBackend } from '../domain/hashing/port.js';
 import type { Pinner } from '../domain/pipeline/ports.js';
 import { rootOfLeaves, type ChainObservation, type ManifestObservation } from '../domain/verification/assess.js';
-import { parseManifest } from '../domain/verification/manifest.js';
+import { isHex64, parseManifest } from '../domain/verification/manifest.js';
 import type { AnchorEventView, BatchAnchor, ChainReader, EvidenceIndex } from '../domain/verification/ports.js';
 import { DrisError } from '../errors/dris-error.js';
 import type { Logger } from '../util/logger.js';
@@ -36,7 +36,6 @@ const MANIFEST_CACHE_ENTRIES = 2048;
  * 8 000 000 records.
  */
 const PACKED_MANIFEST_BYTES = 256 * 1024 * 1024;
-const HEX64 = /^[0-9a-f]{64}$/;
 
 /** A manifest whose leaves are all 64 lowercase hex digits, packed. */
 interface PackedManifest {
@@ -51,7 +50,7 @@ function packManifest(m: ManifestEntry): PackedManifest | null {
   for (let i = 0; i < m.leaves.length; i++) {
     const leaf = m.leaves[i] as string;
     // Anything else (a tampered manifest) is kept in full only: its text must come back as it was.
-    if (!HEX64.test(leaf)) return null;
+    if (!isHex64(leaf)) return null;
     leaves.write(leaf, i * 32, 32, 'hex');
   }
   return { merkleRoot: m.merkleRoot, treeSize: m.treeSize, computedRoot: m.computedRoot, leaves };
@@ -163,8 +162,9 @@ export class VerificationReads {
   }
 
   #keepPacked(cid: string, m: ManifestEntry): void {
+    if (this.#packed.has(cid)) return;
     const p = packManifest(m);
-    if (p === null || this.#packed.has(cid) || p.leaves.length > PACKED_MANIFEST_BYTES) return;
+    if (p === null || p.leaves.length > PACKED_MANIFEST_BYTES) return;
     while (this.#packedBytes + p.leaves.length > PACKED_MANIFEST_BYTES) {
       const oldest = this.#packed.entries().next();
       if (oldest.done === true) break;
