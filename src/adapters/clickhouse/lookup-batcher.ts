@@ -18,13 +18,14 @@ export interface LookupBatcherOptions {
   readonly parallel: number;
   /**
    * How long a look-up finding the batcher idle waits for others, milliseconds, when the last
-   * query ended less than GATHER_RECENT_MS ago; 0 (default) sends it at once.
+   * query ended less than `recentMs` ago; 0 (default) sends it at once.
    */
   readonly gatherMs?: number;
+  /** An idle batcher whose last query ended longer ago than this, milliseconds, is not under load: no wait. Default 20. */
+  readonly recentMs?: number;
 }
 
-/** An idle batcher whose last query ended longer ago than this is not under load: no wait. */
-const GATHER_RECENT_MS = 20;
+const DEFAULT_RECENT_MS = 20;
 
 interface Pending<K, V> {
   readonly key: K;
@@ -67,7 +68,7 @@ export class LookupBatcher<K, V> {
   #arrived(): void {
     const gatherMs = this.#options.gatherMs ?? 0;
     if (this.#gathering !== null && this.#waiting.length < this.#options.maxBatch) return;
-    if (gatherMs > 0 && this.#inFlight < this.#options.parallel && this.#waiting.length < this.#options.maxBatch && performance.now() - this.#lastEndMs < GATHER_RECENT_MS) {
+    if (gatherMs > 0 && this.#inFlight < this.#options.parallel && this.#waiting.length < this.#options.maxBatch && this.#endedRecently()) {
       this.#gathering = setTimeout(() => {
         this.#gathering = null;
         this.#pump();
@@ -75,6 +76,10 @@ export class LookupBatcher<K, V> {
       return;
     }
     this.#pump();
+  }
+
+  #endedRecently(): boolean {
+    return performance.now() - this.#lastEndMs < (this.#options.recentMs ?? DEFAULT_RECENT_MS);
   }
 
   #pump(): void {
