@@ -36,6 +36,11 @@ export interface NativeAddon {
   merkleAllProofsAsync(data: Uint8Array, offsets?: Uint32Array | null): Promise<AllProofsNative>;
   merkleInclusionProof(data: Uint8Array, offsets: Uint32Array | null | undefined, index: number): Buffer;
   shaExtensions(): boolean;
+  /**
+   * syncfs(2) of the file system holding `path`, on the thread pool. Not in REQUIRED: hashing does
+   * not need it, and an addon without it leaves file-system-sync.ts to spawn `sync -f`.
+   */
+  syncFileSystem?(path: string): Promise<void>;
 }
 
 const REQUIRED: readonly (keyof NativeAddon)[] = [
