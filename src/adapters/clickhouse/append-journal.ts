@@ -4,7 +4,7 @@ import path from 'node:path';
 import { DrisError } from '../../errors/dris-error.js';
 import { componentLogger, type Logger } from '../../util/logger.js';
 import { SegmentLog } from '../storage/segment-log.js';
-import { syncFileSystems } from './file-system-sync.js';
+import { fileSystemSyncMethod, syncFileSystems } from './file-system-sync.js';
 import { GroupCommit, type GroupCommitOptions } from './group-commit.js';
 import type { SqlRunner } from './sql-runner.js';
 
@@ -126,6 +126,7 @@ export class AppendJournal {
     this.#tableDirs = options.tableDirs ?? null;
     this.#flushDelayMs = options.flushDelayMs ?? 1000;
     this.#flush = options.flush ?? ((dirs) => syncFileSystems(dirs));
+    if (this.#tableDirs !== null && options.flush === undefined) this.#logger.info({ method: fileSystemSyncMethod() }, 'index tables are flushed by file system');
   }
 
   /** Opens the journal in `dir` (created when missing) and starts copying what it holds. */

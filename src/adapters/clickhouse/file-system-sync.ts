@@ -20,7 +20,7 @@ export type NativeSync = (path: string) => Promise<void>;
 
 let resolved: { readonly sync: NativeSync | undefined } | undefined;
 
-/** How this process flushes file systems: what health and the tests tell apart. */
+/** How this process flushes file systems (logged once by the journal). */
 export function fileSystemSyncMethod(): 'syncfs' | 'sync -f' | 'sync' {
   return nativeSync() !== undefined ? 'syncfs' : process.platform === 'linux' ? 'sync -f' : 'sync';
 }
