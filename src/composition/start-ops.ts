@@ -12,7 +12,7 @@ import type { StorageGuard } from '../adapters/storage/storage-guard.js';
 import { AccessLog } from '../http/access-log.js';
 import { startOpsListener } from '../http/ops-listener.js';
 import { observeAll, type RequestObserver } from '../http/request-observer.js';
-import type { Logger } from '../util/logger.js';
+import { fixedFieldsChild, type Logger } from '../util/logger.js';
 import type { Closers } from './closers.js';
 import { ACCUMULATOR_CONSUMER } from './open-queue.js';
 import type { Anchoring } from './start-anchoring.js';
@@ -38,7 +38,7 @@ export async function startOps(cfg: Config, root: Logger, closers: Closers): Pro
   closers.add(() => listener.close());
   const observers: RequestObserver[] = [];
   if (metrics.http !== null) observers.push(metrics.http);
-  if (cfg.roles.includes('api')) observers.push(new AccessLog(root.child({ component: 'access' }), cfg.ops.accessLogSample));
+  if (cfg.roles.includes('api')) observers.push(new AccessLog(fixedFieldsChild(root, { component: 'access' }), cfg.ops.accessLogSample));
   return { port: listener.port, metrics, readiness, observer: observeAll(observers) };
 }
 

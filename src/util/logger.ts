@@ -73,6 +73,17 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
 }
 
 /**
+ * A child for a component whose lines carry only members it names itself, none of them a secret
+ * (the access log: route, method, status, duration, correlation id, error code). Path redaction is
+ * skipped for it, which changes nothing in its lines: with the wildcard paths above it cost about
+ * 40 µs of a 46 µs line, at DRIS_ACCESS_LOG_SAMPLE=1 most of a core at the api role's rate.
+ * Serializers still apply. Anything else passed to such a child is written as it is.
+ */
+export function fixedFieldsChild(parent: Logger, bindings: Record<string, unknown>): Logger {
+  return parent.child(bindings, { redact: { paths: [] } });
+}
+
+/**
  * The default root, for library-style use only: tests and tools that build a component without
  * handing it a logger. The service never relies on it: the composition root creates its root from
  * the configuration (level, redaction) and injects it, or children of it, into what it builds; it

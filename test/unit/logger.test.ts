@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import t from 'tap';
 import { describeConfig, loadConfig } from '../../src/config/config.js';
-import { createLogger } from '../../src/util/logger.js';
+import { createLogger, fixedFieldsChild } from '../../src/util/logger.js';
 
 /** A logger of the service's configuration writing into an array of parsed lines. */
 function capture(): { lines: string[]; log: ReturnType<typeof createLogger> } {
@@ -55,4 +55,18 @@ t.test('credentials passed to a logger are censored anyway', async (t) => {
   t.match(parsed[2], { url: 'http://***:***@kubo:5001/api/v0', rpcUrl: 'https://mainnet.infura.io/v3/***', server: 'nats://***:***@nats:4222' });
   t.match(parsed[3], { err: { type: 'Error', message: /^request to https:\/\/mainnet\.infura\.io\/v3\/\*\*\* failed/ } });
   t.match(parsed[3]?.['err'], { stack: /Error: request to/ }, 'the stack is kept, sanitised');
+});
+
+t.test('a fixed-fields child writes the access log line as a redacting child does', async (t) => {
+  const redacting = capture();
+  const fixed = capture();
+  const fields = { route: 'ingestRecord', method: 'POST', status: 202, durationMs: 1.2, correlationId: 'c-1', code: 'invalid_json' };
+  redacting.log.child({ component: 'access' }).info(fields, 'request');
+  fixedFieldsChild(fixed.log, { component: 'access' }).info(fields, 'request');
+  const strip = (line: string | undefined): Record<string, unknown> => {
+    const { time: _time, ...rest } = JSON.parse(line ?? '{}') as Record<string, unknown>;
+    return rest;
+  };
+  t.same(strip(fixed.lines[0]), strip(redacting.lines[0]));
+  t.equal(strip(fixed.lines[0])['correlationId'], 'c-1');
 });
