@@ -39,10 +39,21 @@ async function timed(seconds: number, step: () => Promise<number>): Promise<numb
   return (done / (performance.now() - start)) * 1000;
 }
 
-export async function chdbFloor(seconds: number, options: { lookups: boolean; payload: string }): Promise<ChdbFloor> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'dris-floor-chdb-'));
+/** `work` on a chDB session in a scratch directory, closed and removed afterwards. */
+export async function withScratchSession<T>(prefix: string, work: (session: Session) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(path.join(tmpdir(), prefix));
   const session = new Session(dir);
   try {
+    return await work(session);
+  } finally {
+    session.close();
+    await drainPending();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+export function chdbFloor(seconds: number, options: { lookups: boolean; payload: string }): Promise<ChdbFloor> {
+  return withScratchSession('dris-floor-chdb-', async (session) => {
     await session.queryAsync(`CREATE TABLE ${TABLE} ${FLOOR_TABLE_DEFINITION}`, { timeout: 60_000 });
     let next = 0;
     const sample = floorRows(0, options.payload);
@@ -62,9 +73,5 @@ export async function chdbFloor(seconds: number, options: { lookups: boolean; pa
       lookupsPerSec = await timed(seconds / 2, async () => (await Promise.all(Array.from({ length: 8 }, lane))).length);
     }
     return { insertRowsPerSec: Math.round(insertRowsPerSec), rowBytes: Math.round(sample.length / INSERT_ROWS), lookupsPerSec: lookupsPerSec === null ? null : Math.round(lookupsPerSec) };
-  } finally {
-    session.close();
-    await drainPending();
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 }

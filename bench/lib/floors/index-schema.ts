@@ -1,12 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { drainPending, Session } from 'chdb';
 import { bootstrapSql, migrations } from '../../../src/adapters/clickhouse/migrations/index.js';
 import { RECORD_LINES_SETTINGS, recordLines, toPendingRecord } from '../../../src/adapters/clickhouse/record-rows.js';
 import { newIngestId } from '../../../src/domain/records/ids.js';
-import { HASH_SCHEME, type AcceptedRecord } from '../../../src/domain/records/types.js';
+import { HASH_SCHEME, type OutgoingRecord } from '../../../src/domain/records/types.js';
+import { decodeMessage, encodeRecords } from '../../../src/adapters/queue/record-codec.js';
+import { withScratchSession } from './chdb.js';
 
 /**
  * The index schema's floor: what the embedded engine costs to take the indexer's own rows into
@@ -28,16 +26,16 @@ const DB = 'floor';
 /** Rows per insert, as the indexer inserts at the pipeline's batch size. */
 const INSERT_ROWS = 1000;
 
-/** An accepted record as a consumer receives it: its payload as the queue's bytes. */
-function accepted(i: number, atMs: number, payload: Buffer): AcceptedRecord {
-  const r = {
+/** An outgoing record of ingestion, its payload as the bytes that were hashed. */
+function outgoing(i: number, atMs: number, payload: Buffer): OutgoingRecord {
+  return {
     hashScheme: HASH_SCHEME,
     tenantId: 'bench',
     database: 'erp',
     collection: 'invoices',
     recordId: `r-${i}`,
     recordVersion: '1',
-    operationType: 'insert' as const,
+    operationType: 'insert',
     sourceTimestamp: null,
     payloadHash: randomBytes(32).toString('hex'),
     salt: randomBytes(16).toString('hex'),
@@ -46,23 +44,21 @@ function accepted(i: number, atMs: number, payload: Buffer): AcceptedRecord {
     keyId: 'bench-key',
     recordHash: randomBytes(32).toString('hex'),
     acceptedAt: new Date(atMs).toISOString(),
-    payload: '',
     idempotencyKey: null,
     correlationId: randomBytes(8).toString('hex'),
+    payloadBytes: payload,
   };
-  Object.defineProperty(r, 'payloadBytes', { value: payload, enumerable: false });
-  return r;
 }
 
+/** The indexer's insert of one message of INSERT_ROWS records, read back through the queue's codec as a consumer reads it. */
 function lines(from: number, payload: Buffer): Buffer {
   const atMs = Date.now();
-  return recordLines(Array.from({ length: INSERT_ROWS }, (_, k) => toPendingRecord(accepted(from + k, atMs, payload))));
+  const message = encodeRecords(Array.from({ length: INSERT_ROWS }, (_, k) => outgoing(from + k, atMs, payload)));
+  return recordLines(decodeMessage(message).map(toPendingRecord));
 }
 
-export async function indexSchemaFloor(seconds: number, payload: string): Promise<IndexSchemaFloor> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'dris-floor-schema-'));
-  const session = new Session(dir);
-  try {
+export function indexSchemaFloor(seconds: number, payload: string): Promise<IndexSchemaFloor> {
+  return withScratchSession('dris-floor-schema-', async (session) => {
     for (const sql of [...bootstrapSql(DB), ...migrations(DB).map((m) => m.sql)]) await session.queryAsync(sql, { timeout: 60_000 });
     const bytes = Buffer.from(payload, 'utf8');
     let inserted = 0;
@@ -88,9 +84,5 @@ export async function indexSchemaFloor(seconds: number, payload: string): Promis
       cpuMsPer1000: Math.round((cpuMicros / 1000 / inserted) * 1000 * 10) / 10,
       rowsInserted: inserted,
     };
-  } finally {
-    session.close();
-    await drainPending();
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 }

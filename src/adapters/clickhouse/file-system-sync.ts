@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { DrisError } from '../../errors/dris-error.js';
+import { withTimeout } from '../../util/with-timeout.js';
 import { loadNativeAddon } from '../hashing/native-addon.js';
 
 /**
@@ -46,22 +47,16 @@ let stuck: Promise<unknown> | null = null;
 /** `sync` on each path at once, within `timeoutMs`; exported for its tests. */
 export async function syncThrough(sync: NativeSync, paths: readonly string[], timeoutMs: number): Promise<void> {
   if (stuck !== null) throw new DrisError('dependency_unavailable', 'an earlier flush of the index files has not returned');
-  const all = Promise.all(paths.map((p) => sync(p)));
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const running = all.finally(() => {
-        if (stuck === running) stuck = null;
-      });
-      stuck = running;
-      running.catch(() => undefined);
-      reject(new DrisError('timeout', `flushing the index files took over ${timeoutMs} ms`));
-    }, timeoutMs);
-  });
+  let settled = false;
+  const all = Promise.all(paths.map((p) => sync(p))).finally(() => (settled = true));
   try {
-    await Promise.race([all, deadline]);
-  } finally {
-    clearTimeout(timer);
+    await withTimeout(all, timeoutMs, 'flushing the index files');
+  } catch (err) {
+    if (!settled) {
+      stuck = all;
+      void all.catch(() => undefined).finally(() => (stuck = null));
+    }
+    throw err;
   }
 }
 
