@@ -38,6 +38,11 @@ function unitsOf(): { ticks: number; page: number } {
   return units;
 }
 
+/** The unit of /proc's CPU times: clock ticks per second. */
+export function ticksPerSecond(): number {
+  return unitsOf().ticks;
+}
+
 /** One /proc/<pid>/stat line: the command name in parentheses may hold spaces, so fields count from its end. */
 export function parseStat(text: string, ticksPerSec: number, pageBytes: number): { ppid: number; cpuSec: number; rssBytes: number } | null {
   const close = text.lastIndexOf(')');

@@ -17,6 +17,7 @@ import { BENCH_TENANT, startBenchService, type BenchService } from '../lib/servi
 import { describeKnee, runSweep, type Measured } from '../lib/sweep.js';
 import { cpuMsPerThousand, measureTree } from '../lib/tree-usage.js';
 import { fmtNum, table } from '../lib/table.js';
+import { breakdownOf, formatBreakdown, readTime } from '../lib/where-time-went.js';
 
 /**
  * pipeline: the embedded default end to end. An open-loop bulk load at --rate records/s for
@@ -48,6 +49,8 @@ interface StepResult {
   /** CPU of the service's processes (anvil included) per 1000 records of the step, ms. */
   readonly cpuMsPer1000: number;
   readonly peakRssMiB: number;
+  /** The service's CPU by thread and its index's time by statement, as text. */
+  readonly breakdown: string;
 }
 
 async function step(ctx: ScenarioContext, s: BenchService, state: StepState, rate: number, index: number, workers: number, chain: ChainCounter): Promise<StepResult> {
@@ -71,6 +74,7 @@ async function step(ctx: ScenarioContext, s: BenchService, state: StepState, rat
   };
   // The whole step: warm-up, load and settling, until every record of it is Anchored; the CPU is
   // that of all the work those records caused (and of the listing polls that followed them).
+  const timeBefore = await readTime(s.svc.pid, s.svc.opsUrl);
   const { result: r, usage } = await measureTree(s.svc.pid, () => runAnchoredLoad(progress, {
     key,
     title,
@@ -92,12 +96,13 @@ async function step(ctx: ScenarioContext, s: BenchService, state: StepState, rat
     chain,
     topUp,
   }));
+  const breakdown = breakdownOf(timeBefore, await readTime(s.svc.pid, s.svc.opsUrl), r.acceptedRecords + r.topUpRecords);
   const { load, follow: f, anchoredPerSec } = r;
   const cpuMsPer1000 = cpuMsPerThousand(usage, r.acceptedRecords + r.topUpRecords);
   const peakRssMiB = Math.round(usage.peakRssBytes / 2 ** 20);
   const txPer1000 = r.txPerThousandRecords;
   const e2e = f.latency.summary;
-  const data = { offeredRecordsPerSec: rate, acceptedRecords: r.acceptedRecords, topUpRecords: r.topUpRecords, anchoredRecords: f.anchored, anchoredRecordsPerSec: anchoredPerSec, transactions: r.transactions, txPerThousandRecords: txPer1000, serviceCpuSec: usage.cpuSec, cpuMsPer1000Records: cpuMsPer1000, peakRssMiB };
+  const data = { offeredRecordsPerSec: rate, acceptedRecords: r.acceptedRecords, topUpRecords: r.topUpRecords, anchoredRecords: f.anchored, anchoredRecordsPerSec: anchoredPerSec, transactions: r.transactions, txPerThousandRecords: txPer1000, serviceCpuSec: usage.cpuSec, cpuMsPer1000Records: cpuMsPer1000, peakRssMiB, threadCpu: breakdown.threads, indexStatements: breakdown.statements };
   return {
     phase: { key, title, load, latencies: [f.latency], data },
     measured: { offered: rate, achieved: load.okPerSec * bulk, p50: e2e.p50, p99: e2e.p99, failed: load.failed, requests: load.ok + load.failed },
@@ -106,6 +111,7 @@ async function step(ctx: ScenarioContext, s: BenchService, state: StepState, rat
     txPer1000,
     cpuMsPer1000,
     peakRssMiB,
+    breakdown: formatBreakdown(title, breakdown),
   };
 }
 
@@ -143,6 +149,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
   const sweeps: SweepResult[] = [];
   const headline: Figure[] = [];
   const rows: string[][] = [];
+  const breakdowns: string[] = [];
   try {
     const chainInfo = await chainOf(s.svc);
     const reader = await anchorContract(chainInfo.rpcUrl, chainInfo.contractAddress);
@@ -154,6 +161,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
         last = await step(ctx, s, state, rate, i, workers, chain);
         phases.push(last.phase);
         rows.push(last.row);
+        if (last.breakdown !== '') breakdowns.push(last.breakdown);
         return last.measured;
       };
       if (sweepRequested(values)) {
@@ -194,7 +202,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
     config: { ...serviceEnv, bulkRecordsPerRequest: num(values, 'bulk'), pollMs: num(values, 'poll-ms'), workers },
     notes: [`202 -> Anchored is counted from each request's intended send time to the answer of the first snapshot listing page (polled every ${num(values, 'poll-ms')} ms) that showed it Anchored; records of the warm-up are anchored and waited for but not counted`],
     warmupSeconds: num(values, 'warmup'),
-    tables: [table(header, rows)],
+    tables: [table(header, rows), ...breakdowns],
   };
 }
 

@@ -1,0 +1,52 @@
+import { readStatements, statementCosts, type StatementCost, type StatementReading } from './index-statements.js';
+import { fmtNum, table } from './table.js';
+import { readThreads, threadCosts, type ThreadCost, type ThreadReading } from './thread-cpu.js';
+
+/**
+ * Where a load step's time went in the service: its CPU by thread group and its hot index's time
+ * by statement, read before and after the step. Printed under the step's table and kept in the
+ * results file, so each run says what bound it without a profiler.
+ */
+
+export interface TimeReading {
+  readonly threads: ThreadReading;
+  readonly statements: StatementReading;
+}
+
+export interface TimeBreakdown {
+  readonly threads: readonly ThreadCost[];
+  readonly statements: readonly StatementCost[];
+}
+
+export async function readTime(pid: number, opsUrl: string): Promise<TimeReading> {
+  return { threads: readThreads(pid), statements: await readStatements(opsUrl) };
+}
+
+/** The breakdown between two readings of a step that carried `records` records. */
+export function breakdownOf(before: TimeReading, after: TimeReading, records: number): TimeBreakdown {
+  return { threads: threadCosts(before.threads, after.threads, records), statements: statementCosts(before.statements, after.statements) };
+}
+
+/** The breakdown as two plain-text tables under `title`; the statements' most costly `top`. */
+export function formatBreakdown(title: string, b: TimeBreakdown, top = 12): string {
+  const parts: string[] = [];
+  if (b.threads.length > 0) {
+    parts.push(
+      `${title}: the service's CPU by thread (its process only)`,
+      table(
+        ['threads', 'CPU s', 'ms/1000 rec', 'share'],
+        b.threads.map((t) => [t.group, fmtNum(t.cpuSec), fmtNum(t.msPer1000), `${t.share.toFixed(1)} %`]),
+      ),
+    );
+  }
+  if (b.statements.length > 0) {
+    parts.push(
+      `${title}: hot index statements by wall time (waits for the CPU and the engine included; they overlap)`,
+      table(
+        ['statement', 'count', 'wall s', 'mean ms', 'share'],
+        b.statements.slice(0, top).map((s) => [s.statement, String(s.count), fmtNum(s.seconds), fmtNum(s.meanMs), `${s.share.toFixed(1)} %`]),
+      ),
+    );
+  }
+  return parts.join('\n\n');
+}
