@@ -2,8 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { ClickHouseDatabase } from '../../src/adapters/clickhouse/database.js';
 import { openClickHouseStorage } from '../../src/adapters/clickhouse/open-storage.js';
 import { ClickHousePipelineStore } from '../../src/adapters/clickhouse/pipeline-store.js';
+import { TimedSqlRunner } from '../../src/adapters/clickhouse/timed-runner.js';
 import { loadHashingBackend } from '../../src/adapters/hashing/select-backend.js';
 import { formBatch } from '../../src/domain/pipeline/batch-formation.js';
 import type { Snapshot } from '../../src/domain/pipeline/types.js';
@@ -79,4 +81,27 @@ void t.test('snapshots of a batch never stored are neither listed nor found', as
     [storedId],
     'filtered by a record of both: only the stored snapshot',
   );
+});
+
+void t.test('anchored snapshots are listed without looking up their batch rows; others are checked', async (t) => {
+  const read: string[] = [];
+  const counted = new ClickHouseDatabase(new TimedSqlRunner(index.database.runner, (name) => read.push(name)));
+  const store = new ClickHousePipelineStore(counted);
+  const formed = formBatch(recordsOf('C', 3), hashing, BASE_MS + 30);
+  await store.saveFormedBatches([formed]);
+  const batched = (await store.listSnapshots({ tenantId: 'acme', limit: 100, status: 'Batched', recordId: 'C-0' })).items;
+  t.same(batched.map((s) => s.snapshotId), formed.snapshots.map((s) => s.snapshotId), 'the batched snapshot is listed');
+  t.ok(read.includes('batches'), 'after a look at its batch row');
+
+  await store.putSnapshots(
+    formed.snapshots.map((s) => ({ ...s, status: 'Anchored' as const, onChainConfirmed: true })),
+    [],
+  );
+  read.length = 0;
+  const anchored = (await store.listSnapshots({ tenantId: 'acme', limit: 100, status: 'Anchored', recordId: 'C-0' })).items;
+  t.same(anchored.map((s) => s.snapshotId), formed.snapshots.map((s) => s.snapshotId), 'the anchored snapshot is listed');
+  t.same(read, ['snapshots'], 'with one query, of the snapshots alone');
+  read.length = 0;
+  t.equal((await store.getSnapshot('acme', formed.snapshots[0]?.snapshotId ?? ''))?.status, 'Anchored', 'and found by id');
+  t.same(read, ['snapshots'], 'with one query too');
 });

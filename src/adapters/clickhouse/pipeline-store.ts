@@ -284,7 +284,7 @@ export class ClickHousePipelineStore implements PipelineStore {
       { tenantId, snapshotId },
     );
     const row = rows[0];
-    if (row === undefined || !(await this.#committed([row.batch_id])).has(row.batch_id)) return null;
+    if (row === undefined || !(await this.#committed([row])).has(row.batch_id)) return null;
     return toSnapshot(row);
   }
 
@@ -293,12 +293,20 @@ export class ClickHousePipelineStore implements PipelineStore {
    * its row, the commit marker; a write cut short (a crash) leaves snapshots of a batch that was
    * never stored, and when its records are formed again into a batch of other content (a timed
    * batch), those snapshots are of no batch at all. They are never shown.
+   *
+   * An Anchored row needs no look: the anchorer writes it only for a batch it read from the store
+   * or was handed once stored, so its batch is committed. A client polling for anchored snapshots
+   * then costs one query per page instead of two.
    */
-  async #committed(batchIds: readonly string[]): Promise<Set<string>> {
-    const ids = [...new Set(batchIds)];
-    if (ids.length === 0) return new Set();
-    const rows = await this.#runner.query<{ batch_id: string }>(`SELECT DISTINCT batch_id FROM ${this.#db}.batches WHERE batch_id IN {ids:Array(String)}`, { ids });
-    return new Set(rows.map((r) => r.batch_id));
+  async #committed(rows: readonly Pick<SnapshotRow, 'batch_id' | 'status'>[]): Promise<Set<string>> {
+    const out = new Set<string>();
+    const unsure = new Set<string>();
+    for (const r of rows) (r.status === 'Anchored' ? out : unsure).add(r.batch_id);
+    for (const id of out) unsure.delete(id);
+    if (unsure.size === 0) return out;
+    const found = await this.#runner.query<{ batch_id: string }>(`SELECT DISTINCT batch_id FROM ${this.#db}.batches WHERE batch_id IN {ids:Array(String)}`, { ids: [...unsure] });
+    for (const r of found) out.add(r.batch_id);
+    return out;
   }
 
   async listSnapshots(q: SnapshotQuery): Promise<{ items: Snapshot[]; nextCursor: string | null }> {
@@ -327,7 +335,7 @@ export class ClickHousePipelineStore implements PipelineStore {
       c.params,
     );
     const page = rows.slice(0, limit);
-    const committed = await this.#committed(page.map((r) => r.batch_id));
+    const committed = await this.#committed(page);
     const items = page.filter((r) => committed.has(r.batch_id)).map(toSnapshot);
     // The cursor follows the page as read, uncommitted snapshots included: a page may come out short.
     const last = page.at(-1);
