@@ -287,9 +287,17 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
     const found = await evidence.findRecord({ tenantId: tenant, collection: 'customers', recordId: recs[1]?.recordId ?? '' });
     t.same(found.map((r) => [r.snapshotId, r.batchId, r.leafIndex, r.treeSize, r.merkleProof]), [['snap-2', 'batch-2', 1, 3, [hex('batch-21', 64)]]]);
     const byHash = await evidence.findByHash(tenant, 'recordHash', recs[2]?.recordHash ?? '', 10);
-    t.same(byHash.map((r) => [r.ingestId, r.leafIndex]), [[ids[2], 2]]);
+    // record_leaves holds no proof: it comes from the record's evidence row.
+    t.same(byHash.map((r) => [r.ingestId, r.snapshotId, r.batchId, r.leafIndex, r.treeSize, r.merkleProof]), [[ids[2], 'snap-2', 'batch-2', 2, 3, [hex('batch-22', 64)]]]);
     const unbatched = await evidence.findRecord({ tenantId: tenant, collection: 'customers', recordId: recs[3]?.recordId ?? '' });
     t.same(unbatched.map((r) => [r.snapshotId, r.batchId, r.leafIndex, r.treeSize, r.merkleProof]), [[null, null, null, null, []]]);
+    // A leaf without its proof whose evidence row is not of the same batch (a batch write under
+    // way): the record reads as in no batch yet, never with a proof that cannot hold.
+    await ctx.raw.insertJsonEachRow('dris.record_leaves', [
+      { tenant_id: tenant, ingest_id: recs[3]?.ingestId, snapshot_id: 'snap-3', batch_id: 'batch-3', leaf_index: 0, tree_size: 2, merkle_proof: [], version: 1 },
+    ]);
+    const midWrite = await evidence.findByHash(tenant, 'recordHash', recs[3]?.recordHash ?? '', 10);
+    t.same(midWrite.map((r) => [r.ingestId, r.snapshotId, r.batchId, r.leafIndex, r.treeSize, r.merkleProof]), [[recs[3]?.ingestId, null, null, null, null, []]]);
     const trace = await store.traceRecord(tenant, { collection: 'customers', recordId: recs[0]?.recordId ?? '' });
     t.same(trace.map((r) => [r.snapshotId, r.leafIndex, r.merkleProof]), [['snap-2', 0, [hex('batch-20', 64)]]]);
   });

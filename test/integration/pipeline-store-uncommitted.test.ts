@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { ClickHouseDatabase } from '../../src/adapters/clickhouse/database.js';
+import { ClickHouseEvidenceStore } from '../../src/adapters/clickhouse/evidence-store.js';
 import { openClickHouseStorage } from '../../src/adapters/clickhouse/open-storage.js';
 import { ClickHousePipelineStore } from '../../src/adapters/clickhouse/pipeline-store.js';
 import { TimedSqlRunner } from '../../src/adapters/clickhouse/timed-runner.js';
@@ -104,4 +105,21 @@ void t.test('anchored snapshots are listed without looking up their batch rows; 
   read.length = 0;
   t.equal((await store.getSnapshot('acme', formed.snapshots[0]?.snapshotId ?? ''))?.status, 'Anchored', 'and found by id');
   t.same(read, ['snapshots'], 'with one query too');
+});
+
+void t.test('a record batched here is found by hash with its proof, which record_leaves does not hold', async (t) => {
+  const store = new ClickHousePipelineStore(index.database);
+  const records = recordsOf('D', 3);
+  await index.records.insertRecords(records);
+  const formed = formBatch(records, hashing, BASE_MS + 40);
+  await store.saveFormedBatches([formed]);
+  const leaf = await index.database.runner.query<{ merkle_proof: string[] }>('SELECT merkle_proof FROM dris.record_leaves FINAL WHERE tenant_id = {t:String} AND ingest_id = {i:String}', { t: 'acme', i: records[1]?.ingestId ?? '' });
+  t.same(leaf, [{ merkle_proof: [] }], 'record_leaves holds the place, not the proof');
+  const assigned = formed.assignments.find((a) => a.ingestId === records[1]?.ingestId);
+  const found = await new ClickHouseEvidenceStore(index.database).findByHash('acme', 'recordHash', records[1]?.recordHash ?? '', 10);
+  t.same(
+    found.map((r) => [r.ingestId, r.batchId, r.leafIndex, r.treeSize, r.merkleProof]),
+    [[records[1]?.ingestId, formed.batch.batchId, assigned?.leafIndex, 3, assigned?.proof]],
+  );
+  t.equal(assigned?.proof.length, 2, 'a tree of three leaves: two hashes');
 });

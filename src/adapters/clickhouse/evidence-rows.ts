@@ -22,6 +22,15 @@ import { dateTime64Text, type Int64Out } from './values.js';
 /** What verifying a record needs of it, as columns of records named (the payload stays on disk). */
 export type EvidenceRow = EnvelopeRow & Pick<RecordRow, 'leaf_index' | 'tree_size' | 'merkle_proof'>;
 
+/**
+ * Whether a leaf read from record_leaves lacks the proof its tree needs: written since
+ * record_leaves stopped carrying proofs, it is in the record's record_evidence row instead. A tree
+ * of one leaf has an empty proof of its own.
+ */
+export function proofInEvidence(r: Pick<RecordRow, 'batch_id' | 'tree_size' | 'merkle_proof'>): boolean {
+  return r.batch_id !== null && r.batch_id !== '' && Number(r.tree_size ?? 0) > 1 && r.merkle_proof.length === 0;
+}
+
 /** A record_evidence row as read (LOOKUP_READ_COLUMNS), its evidence unpacked. */
 export type LookupRow = EvidenceRow & { version: Int64Out };
 
@@ -114,7 +123,8 @@ export async function readLookup(db: ClickHouseDatabase, where: string, params: 
     ids: leafless.map((r) => r.ingest_id),
   });
   if (leaves.length === 0) return rows;
-  const byKey = new Map(leaves.map((l) => [`${l.tenant_id}\u0000${l.ingest_id}`, l]));
+  // A leaf without its proof is of a batch write under way (its evidence row comes with it).
+  const byKey = new Map(leaves.filter((l) => !proofInEvidence(l)).map((l) => [`${l.tenant_id}\u0000${l.ingest_id}`, l]));
   return rows.map((r) => {
     const l = r.batch_id === null ? byKey.get(`${r.tenant_id}\u0000${r.ingest_id}`) : undefined;
     return l === undefined

@@ -2,7 +2,7 @@ import { HASH_SCHEME, type OperationType } from '../../domain/records/types.js';
 import type { BatchAnchor, EvidenceIndex, RecordLookup, StoredRecord } from '../../domain/verification/ports.js';
 import { DrisError } from '../../errors/dris-error.js';
 import type { ClickHouseDatabase } from './database.js';
-import { pointReadSettings, readLookup, type EvidenceRow } from './evidence-rows.js';
+import { pointReadSettings, proofInEvidence, readLookup, type EvidenceRow } from './evidence-rows.js';
 import { LookupBatcher } from './lookup-batcher.js';
 import { BATCH_ANCHOR_COLUMNS, toBatchAnchor, type BatchAnchorRow } from './pipeline-rows.js';
 import { recordsWithLeaves } from './record-sql.js';
@@ -102,7 +102,29 @@ export class ClickHouseEvidenceStore implements EvidenceIndex {
       }),
       { tenantId, hash, limit: Math.min(Math.max(1, limit), MAX_PAGE_LIMIT) },
     );
-    return rows.map(toStored);
+    return (await this.#withProofs(tenantId, rows)).map(toStored);
+  }
+
+  /**
+   * Rows whose leaf came from record_leaves without its proof, completed from their evidence rows
+   * (by key: tenant, collection and record id are the row's own). A leaf whose evidence row does
+   * not hold the same batch is of a batch write under way: the record reads as in no batch yet.
+   */
+  async #withProofs(tenantId: string, rows: EvidenceRow[]): Promise<EvidenceRow[]> {
+    const lacking = rows.filter(proofInEvidence);
+    if (lacking.length === 0) return rows;
+    const evidence = await readLookup(
+      this.#db,
+      'tenant_id = {tenant:String} AND collection IN {collections:Array(String)} AND record_id IN {ids:Array(String)}',
+      { tenant: tenantId, collections: [...new Set(lacking.map((r) => r.collection))], ids: [...new Set(lacking.map((r) => r.record_id))] },
+    );
+    const byIngestId = new Map(evidence.map((e) => [e.ingest_id, e]));
+    return rows.map((r) => {
+      if (!proofInEvidence(r)) return r;
+      const e = byIngestId.get(r.ingest_id);
+      if (e !== undefined && e.batch_id === r.batch_id) return { ...r, leaf_index: e.leaf_index, tree_size: e.tree_size, merkle_proof: e.merkle_proof };
+      return { ...r, snapshot_id: null, batch_id: null, leaf_index: null, tree_size: null, merkle_proof: [] };
+    });
   }
 
   async payloadOf(tenantId: string, ingestId: string, acceptedAtMs: number): Promise<string | null> {

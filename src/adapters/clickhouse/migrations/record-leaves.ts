@@ -8,6 +8,10 @@ import { createTable, migration, type Migration } from './migration.js';
  *   ingest ids sort by acceptance time, so this order follows the records table's and a page of
  *   records finds its leaves by key. Granules of 128 rows: its reads are by key, a page or a few
  *   rows at a time.
+ * - merkle_proof is written empty since the record's proof went to record_evidence with the rest
+ *   of its evidence: a listing reads no proof, and a look-up by hash takes it from there
+ *   (`ClickHouseEvidenceStore.findByHash`). Rows of earlier versions keep theirs, and are read as
+ *   before. An empty proof with a tree of more than one leaf thus means "see record_evidence".
  */
 
 /** record_leaves' columns. */
