@@ -36,14 +36,24 @@ export function parseStatements(text: string): StatementReading {
   return out;
 }
 
-/** The service's statement totals now; empty when its metrics cannot be read. */
-export async function readStatements(opsUrl: string, timeoutMs = 5_000): Promise<StatementReading> {
+/** The sum of a counter's series (every label set) in a Prometheus text exposition; 0 when absent. */
+export function counterTotal(text: string, name: string): number {
+  let total = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name) || (line[name.length] !== '{' && line[name.length] !== ' ')) continue;
+    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (Number.isFinite(value)) total += value;
+  }
+  return total;
+}
+
+/** The service's metrics now, as text; empty when they cannot be read. */
+export async function readMetricsText(opsUrl: string, timeoutMs = 5_000): Promise<string> {
   try {
     const res = await fetch(`${opsUrl}/metrics`, { signal: AbortSignal.timeout(timeoutMs) });
-    if (!res.ok) return new Map();
-    return parseStatements(await res.text());
+    return res.ok ? await res.text() : '';
   } catch {
-    return new Map();
+    return '';
   }
 }
 

@@ -17,6 +17,7 @@ import type { Figure, FloorFigure, Phase, SweepResult } from '../lib/results.js'
 import { withFloors, type Scenario, type ScenarioContext, type ScenarioOutput } from '../lib/scenario.js';
 import { BENCH_TENANT, startBenchService, type BenchService } from '../lib/service.js';
 import { fmtNum, table } from '../lib/table.js';
+import { breakdownOf, formatBreakdown, readTime } from '../lib/where-time-went.js';
 
 /**
  * verify: POST /api/v1/verify/record in stored-hash mode against the embedded default holding
@@ -35,6 +36,9 @@ const MARKER = 'verify-bench.json';
 const LOADING = 'verify-bench.loading';
 /** Records a 2-core machine loads per second, for the load's first ETA. */
 const LOAD_RATE_GUESS = 2500;
+
+/** The service's count of verifications: what the time breakdown is per 1000 of. */
+const VERIFICATIONS = 'dris_verifications_total';
 
 interface Marker {
   readonly records: number;
@@ -144,6 +148,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
   const sweeps: SweepResult[] = [];
   const headline: Figure[] = [];
   const rows: string[][] = [];
+  const breakdowns: string[] = [];
   const cleanup = async (): Promise<void> => {
     if (data.temporary) await rm(data.dir, { recursive: true, force: true });
   };
@@ -178,8 +183,11 @@ async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
         headline.push(withFloors({ key: 'verify.knee', label: `knee: verifications/s with p99 <= ${r.sweep.boundMs} ms`, value: r.sweep.knee ?? 0, unit: 'verifications/s', better: 'higher' }, floors));
         for (const p of r.phases) if (p.load !== undefined) rows.push([`open ${fmtNum(p.load.offeredPerSec)}/s`, fmtNum(p.load.okPerSec), ...[p.load.latency.p50, p.load.latency.p90, p.load.latency.p99, p.load.latency.p999, p.load.latency.max].map(fmtNum), String(p.load.failed)]);
       } else {
+        const timeBefore = await readTime(s.svc.pid, s.svc.opsUrl, VERIFICATIONS);
         const p = await measureHttp(progress, 'verify', 'verify (stored mode)', target, w, values, timing);
-        phases.push({ ...p, data: { machineCpuBusyPercent: busyPercent(cpuBefore, cpuTimes()) } });
+        const spent = breakdownOf(timeBefore, await readTime(s.svc.pid, s.svc.opsUrl, VERIFICATIONS));
+        phases.push({ ...p, data: { machineCpuBusyPercent: busyPercent(cpuBefore, cpuTimes()), threadCpu: spent.threads, indexStatements: spent.statements } });
+        breakdowns.push(formatBreakdown('verify (warm-up included)', spent, 'verifications'));
         const l = p.load.latency;
         headline.push(withFloors({ key: 'verifyPerSec', label: 'verifications/s (200, verified=true)', value: Math.round(p.load.okPerSec), unit: 'verifications/s', better: 'higher' }, floors));
         headline.push({ key: 'verifyP99Ms', label: 'verification p99', value: l.p99, unit: 'ms', better: 'lower' });
@@ -201,7 +209,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
     config: { records, batches: data.marker.batches, loadedThisRun: data.loaded, loadSeconds: data.marker.loadSeconds, connections, reuse: reuse ?? null },
     notes: [`${fmtNum(records)} anchored records in ${data.marker.batches} batches${data.loaded ? `, loaded in ${data.marker.loadSeconds} s this run` : ', reused'}`],
     warmupSeconds: num(values, 'warmup'),
-    tables: [table(['load', 'verifications/s', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'failed'], rows)],
+    tables: [table(['load', 'verifications/s', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'failed'], rows), ...breakdowns],
   };
 }
 

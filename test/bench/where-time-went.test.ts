@@ -1,5 +1,5 @@
 import t from 'tap';
-import { parseStatements, statementCosts } from '../../bench/lib/index-statements.js';
+import { counterTotal, parseStatements, statementCosts } from '../../bench/lib/index-statements.js';
 import { groupOf, MAIN_THREAD, NODE_THREADS, readThreads, threadCosts } from '../../bench/lib/thread-cpu.js';
 import { breakdownOf, formatBreakdown } from '../../bench/lib/where-time-went.js';
 
@@ -98,11 +98,25 @@ t.test("a process's own threads are read from /proc", { skip: process.platform !
 });
 
 t.test('the breakdown prints both tables under the title, and nothing when nothing was read', (t) => {
-  const b = breakdownOf({ threads: new Map([[MAIN_THREAD, 1]]), statements: new Map() }, { threads: new Map([[MAIN_THREAD, 3]]), statements: parseStatements(EXPOSITION) }, 10_000);
+  const b = breakdownOf({ threads: new Map([[MAIN_THREAD, 1]]), statements: new Map(), units: 0 }, { threads: new Map([[MAIN_THREAD, 3]]), statements: parseStatements(EXPOSITION), units: 0 }, 10_000);
   const text = formatBreakdown('step', b);
   t.match(text, /^step: the service's CPU by thread/);
   t.match(text, /main \(JavaScript, event loop\)\s+2\.00\s+200/);
   t.match(text, /insert_records\s+8\s+4\.00\s+500/);
   t.equal(formatBreakdown('step', { threads: [], statements: [] }), '');
+  t.end();
+});
+
+t.test("a counter's series are summed, and without records the breakdown is per 1000 of what it counted", (t) => {
+  const text = ['dris_verifications_total{outcome="pass"} 700', 'dris_verifications_total{outcome="fail"} 300', 'dris_verifications_totalx 5', 'dris_records_accepted_total 9'].join('\n');
+  t.equal(counterTotal(text, 'dris_verifications_total'), 1000);
+  t.equal(counterTotal(text, 'dris_records_accepted_total'), 9);
+  t.equal(counterTotal('', 'dris_verifications_total'), 0);
+  const b = breakdownOf({ threads: new Map([[MAIN_THREAD, 1]]), statements: new Map(), units: 1000 }, { threads: new Map([[MAIN_THREAD, 2]]), statements: new Map(), units: 5000 });
+  t.same(
+    b.threads.map((c) => c.msPer1000),
+    [250],
+  );
+  t.match(formatBreakdown('verify', b, 'verifications'), /ms\/1000 verifications/);
   t.end();
 });
