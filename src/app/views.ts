@@ -3,7 +3,7 @@ import type { AuditAction, AuditEvent } from '../domain/audit/ports.js';
 import type { JsonObject } from '../domain/json.js';
 import type { RecordSummary } from '../domain/records/types.js';
 import type { RetrievalPolicy } from '../domain/evidence/policy.js';
-import type { Batch, BatchStatus, LifecycleEntry, LifecycleState, Snapshot, SnapshotStatus } from '../domain/pipeline/types.js';
+import type { Batch, BatchStatus, LifecycleEntry, LifecycleState, ListedSnapshot, Snapshot, SnapshotStatus } from '../domain/pipeline/types.js';
 
 /**
  * What the read use cases answer: JSON shapes with ISO 8601 times, made from the domain's
@@ -171,7 +171,7 @@ export interface RetrievalPolicyView {
   updatedAt: DateTime | null;
 }
 
-export function snapshotView(s: Snapshot): SnapshotView {
+export function snapshotView(s: ListedSnapshot): SnapshotView {
   const v: SnapshotView = {
     snapshotId: s.snapshotId,
     tenantId: s.tenantId,

@@ -9,7 +9,7 @@ import { ClickHousePipelineStore } from '../../src/adapters/clickhouse/pipeline-
 import { TimedSqlRunner } from '../../src/adapters/clickhouse/timed-runner.js';
 import { loadHashingBackend } from '../../src/adapters/hashing/select-backend.js';
 import { formBatch } from '../../src/domain/pipeline/batch-formation.js';
-import type { Snapshot } from '../../src/domain/pipeline/types.js';
+import type { ListedSnapshot } from '../../src/domain/pipeline/types.js';
 import { setLogLevel } from '../../src/util/logger.js';
 import { sampleRecord } from '../harness/records.js';
 
@@ -45,8 +45,8 @@ const cut = formBatch(recordsOf('A', 2), hashing, BASE_MS + 10);
 // Its records formed again, with a third, into a batch of other content, stored whole.
 const stored = formBatch([...recordsOf('A', 2), ...recordsOf('B', 1)], hashing, BASE_MS + 20);
 
-async function listAll(store: ClickHousePipelineStore, limit: number): Promise<Snapshot[]> {
-  const out: Snapshot[] = [];
+async function listAll(store: ClickHousePipelineStore, limit: number): Promise<ListedSnapshot[]> {
+  const out: ListedSnapshot[] = [];
   let cursor: string | undefined;
   for (let pages = 0; pages < 10; pages++) {
     const page = await store.listSnapshots({ tenantId: 'acme', limit, ...(cursor === undefined ? {} : { cursor }) });
@@ -102,6 +102,8 @@ void t.test('anchored snapshots are listed without looking up their batch rows; 
   const anchored = (await store.listSnapshots({ tenantId: 'acme', limit: 100, status: 'Anchored', recordId: 'C-0' })).items;
   t.same(anchored.map((s) => s.snapshotId), formed.snapshots.map((s) => s.snapshotId), 'the anchored snapshot is listed');
   t.same(read, ['snapshots'], 'with one query, of the snapshots alone');
+  t.same(anchored[0]?.recordIds, formed.snapshots[0]?.recordIds, 'with its record ids');
+  t.notOk(anchored[0] !== undefined && 'ingestIds' in anchored[0], 'and without its ingest ids, which a listing does not show');
   read.length = 0;
   t.equal((await store.getSnapshot('acme', formed.snapshots[0]?.snapshotId ?? ''))?.status, 'Anchored', 'and found by id');
   t.same(read, ['snapshots'], 'with one query too');

@@ -1,4 +1,4 @@
-import type { Batch, BatchRef, BatchStatus, Snapshot, SnapshotStatus } from '../../domain/pipeline/types.js';
+import type { Batch, BatchRef, BatchStatus, ListedSnapshot, Snapshot, SnapshotStatus } from '../../domain/pipeline/types.js';
 import type { BatchAnchor } from '../../domain/verification/ports.js';
 import { n, nn, type Int64Out } from './values.js';
 
@@ -50,15 +50,19 @@ export interface SnapshotRow {
   created_at_ms: Int64Out;
 }
 
+export type ListedSnapshotRow = Omit<SnapshotRow, 'ingest_ids'>;
+
 export const BATCH_COLUMNS = `batch_id, toUnixTimestamp64Milli(created_at) AS created_at_ms, status, tree_size, merkle_root, leaves, ingest_ids,
   tenants, batch_seq, manifest_cid, prev_batch_id, prev_merkle_root, prev_cid, chain_id, contract_address, tx_hash,
   block_number, toUnixTimestamp64Milli(anchored_at) AS anchored_at_ms, attempts, last_error`;
 export const BATCH_ANCHOR_COLUMNS = `batch_id, toUnixTimestamp64Milli(created_at) AS created_at_ms, status, tree_size, merkle_root, batch_seq,
   manifest_cid, prev_batch_id, prev_merkle_root, prev_cid, chain_id, contract_address, tx_hash, block_number,
   toUnixTimestamp64Milli(anchored_at) AS anchored_at_ms, attempts, last_error`;
-export const SNAPSHOT_COLUMNS = `snapshot_id, tenant_id, batch_id, status, record_ids, ingest_ids, record_count, snapshot_hash, merkle_root,
+/** A listed snapshot's columns: all but its ingest ids, as many as its records and never shown. */
+export const LISTED_SNAPSHOT_COLUMNS = `snapshot_id, tenant_id, batch_id, status, record_ids, record_count, snapshot_hash, merkle_root,
   toUnixTimestamp64Milli(anchor_timestamp) AS anchor_timestamp_ms, on_chain_confirmed, chain_tx_hash,
   toUnixTimestamp64Milli(created_at) AS created_at_ms`;
+export const SNAPSHOT_COLUMNS = `${LISTED_SNAPSHOT_COLUMNS}, ingest_ids`;
 
 export function toBatch(r: BatchRow): Batch {
   const { batchId, createdAtMs, status, treeSize, merkleRoot, ...rest } = toBatchAnchor(r);
@@ -86,13 +90,16 @@ export function toBatchAnchor(r: BatchAnchorRow): BatchAnchor {
 }
 
 export function toSnapshot(r: SnapshotRow): Snapshot {
+  return { ...toListedSnapshot(r), ingestIds: r.ingest_ids };
+}
+
+export function toListedSnapshot(r: ListedSnapshotRow): ListedSnapshot {
   return {
     snapshotId: r.snapshot_id,
     tenantId: r.tenant_id,
     batchId: r.batch_id,
     status: r.status as SnapshotStatus,
     recordIds: r.record_ids,
-    ingestIds: r.ingest_ids,
     recordCount: Number(r.record_count),
     snapshotHash: r.snapshot_hash,
     merkleRoot: r.merkle_root,

@@ -1,11 +1,27 @@
 import { DrisError } from '../../errors/dris-error.js';
 import type { FormedBatch } from '../../domain/pipeline/batch-formation.js';
 import type { PipelineStore, RecordTrace, SnapshotQuery } from '../../domain/pipeline/ports.js';
-import type { Batch, BatchRef, BatchStatus, LifecycleEntry, Snapshot } from '../../domain/pipeline/types.js';
+import type { Batch, BatchRef, BatchStatus, LifecycleEntry, ListedSnapshot, Snapshot } from '../../domain/pipeline/types.js';
 import type { ClickHouseDatabase } from './database.js';
 import { encodeInSlices, ENCODE_SLICE_ROWS } from './encode-in-slices.js';
 import { lookupLinesOf, LOOKUP_LINES_SETTINGS, readLookup } from './evidence-rows.js';
-import { BATCH_COLUMNS, epochOfVersion, epochVersion, nextMicros, REF_COLUMNS, SNAPSHOT_COLUMNS, toBatch, toRef, toSnapshot, type BatchRow, type RefRow, type SnapshotRow } from './pipeline-rows.js';
+import {
+  BATCH_COLUMNS,
+  epochOfVersion,
+  epochVersion,
+  LISTED_SNAPSHOT_COLUMNS,
+  nextMicros,
+  REF_COLUMNS,
+  SNAPSHOT_COLUMNS,
+  toBatch,
+  toListedSnapshot,
+  toRef,
+  toSnapshot,
+  type BatchRow,
+  type ListedSnapshotRow,
+  type RefRow,
+  type SnapshotRow,
+} from './pipeline-rows.js';
 import { MAX_PAGE_LIMIT } from './schema.js';
 import type { SqlRunner } from './sql-runner.js';
 import { Conditions, dateTime64Text, decodeCursor, encodeCursor, n, type Int64Out } from './values.js';
@@ -301,7 +317,7 @@ export class ClickHousePipelineStore implements PipelineStore {
    * or was handed once stored, so its batch is committed. A client polling for anchored snapshots
    * then costs one query per page instead of two.
    */
-  async #committed(rows: readonly Pick<SnapshotRow, 'batch_id' | 'status'>[]): Promise<Set<string>> {
+  async #committed(rows: readonly Pick<ListedSnapshotRow, 'batch_id' | 'status'>[]): Promise<Set<string>> {
     const out = new Set<string>();
     const unsure = new Set<string>();
     for (const r of rows) (r.status === 'Anchored' ? out : unsure).add(r.batch_id);
@@ -312,7 +328,7 @@ export class ClickHousePipelineStore implements PipelineStore {
     return out;
   }
 
-  async listSnapshots(q: SnapshotQuery): Promise<{ items: Snapshot[]; nextCursor: string | null }> {
+  async listSnapshots(q: SnapshotQuery): Promise<{ items: ListedSnapshot[]; nextCursor: string | null }> {
     const limit = Math.min(Math.max(1, Math.trunc(q.limit)), MAX_PAGE_LIMIT);
     const c = new Conditions(['tenant_id = {tenantId:String}'], { tenantId: q.tenantId, limit: limit + 1 })
       .add('has(record_ids, {recordId:String})', 'recordId', q.recordId)
@@ -330,8 +346,8 @@ export class ClickHousePipelineStore implements PipelineStore {
     // The page's ids first, on the narrow columns: FINAL would otherwise read the record and
     // ingest id arrays of every snapshot of the tenant for one page.
     const filter = c.text();
-    const rows = await this.#runner.query<SnapshotRow>(
-      `SELECT ${SNAPSHOT_COLUMNS} FROM ${this.#db}.snapshots FINAL
+    const rows = await this.#runner.query<ListedSnapshotRow>(
+      `SELECT ${LISTED_SNAPSHOT_COLUMNS} FROM ${this.#db}.snapshots FINAL
        WHERE snapshot_id IN (SELECT snapshot_id FROM ${this.#db}.snapshots FINAL WHERE ${filter} ORDER BY created_at, snapshot_id LIMIT {limit:UInt32})
          AND ${filter}
        ORDER BY created_at, snapshot_id LIMIT {limit:UInt32}`,
@@ -339,7 +355,7 @@ export class ClickHousePipelineStore implements PipelineStore {
     );
     const page = rows.slice(0, limit);
     const committed = await this.#committed(page);
-    const items = page.filter((r) => committed.has(r.batch_id)).map(toSnapshot);
+    const items = page.filter((r) => committed.has(r.batch_id)).map(toListedSnapshot);
     // The cursor follows the page as read, uncommitted snapshots included: a page may come out short.
     const last = page.at(-1);
     return { items, nextCursor: rows.length > limit && last !== undefined ? encodeCursor(n(last.created_at_ms), last.snapshot_id) : null };

@@ -1,5 +1,5 @@
 import type { FormedBatch } from './batch-formation.js';
-import type { Batch, BatchRef, BatchStatus, LifecycleEntry, Snapshot } from './types.js';
+import type { Batch, BatchRef, BatchStatus, LifecycleEntry, ListedSnapshot, Snapshot } from './types.js';
 
 /**
  * Ports of the anchoring pipeline: content-addressed storage for batch manifests (IPFS) and the
@@ -172,7 +172,8 @@ export interface PipelineStore {
   snapshotsOfBatch(batchId: string): Promise<Snapshot[]>;
   putSnapshots(snapshots: readonly Snapshot[], lifecycle: readonly LifecycleEntry[]): Promise<void>;
   getSnapshot(tenantId: string, snapshotId: string): Promise<Snapshot | null>;
-  listSnapshots(query: SnapshotQuery): Promise<{ items: Snapshot[]; nextCursor: string | null }>;
+  /** A page of snapshots without their ingest ids, which a listing does not show and need not read. */
+  listSnapshots(query: SnapshotQuery): Promise<{ items: ListedSnapshot[]; nextCursor: string | null }>;
   lifecycleOf(tenantId: string, snapshotId: string): Promise<LifecycleEntry[]>;
   traceRecord(tenantId: string, q: { collection: string; recordId: string; database?: string; recordVersion?: string }): Promise<RecordTrace[]>;
   /**

@@ -58,6 +58,9 @@ export interface Snapshot {
   readonly createdAtMs: number;
 }
 
+/** A snapshot as a listing shows it: its ingest ids (internal, as many as its records) left out. */
+export type ListedSnapshot = Omit<Snapshot, 'ingestIds'>;
+
 export interface LifecycleEntry {
   readonly snapshotId: string;
   readonly tenantId: string;
