@@ -59,7 +59,7 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
     await ctx.index.database.migrate();
     await ctx.index.database.migrate();
     const versions = await ctx.raw.query<{ version: number | string }>('SELECT version FROM dris.schema_migrations ORDER BY version');
-    t.same(versions.map((v) => Number(v.version)), Array.from({ length: 22 }, (_, i) => i + 1));
+    t.same(versions.map((v) => Number(v.version)), Array.from({ length: 23 }, (_, i) => i + 1));
     const tables = await ctx.raw.query<{ name: string }>(
       `SELECT name FROM system.tables WHERE database = 'dris' ORDER BY name`,
     );
@@ -104,6 +104,11 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
       ],
       'without a journal, their inserts fsync',
     );
+    const [evidence] = await ctx.raw.query<{ create_table_query: string }>(
+      `SELECT create_table_query FROM system.tables WHERE database = 'dris' AND name = 'record_evidence'`,
+    );
+    t.match(evidence?.create_table_query, /merge_selector_base = 5\b/, 'record_evidence merges in the default steps (migration 23)');
+    t.notMatch(evidence?.create_table_query, /merge_selector_base = 3\b/);
   });
 
   t.test('insert then query: values, filters, time range, paging', async (t) => {

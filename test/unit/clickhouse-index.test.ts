@@ -151,15 +151,17 @@ void t.test('migrate applies missing migrations in order, then only bootstraps',
   t.same(execs[43]?.params, { version: 21, name: 'snapshots version carries the leader epoch' });
   t.equal(execs[44]?.sql, 'ALTER TABLE dris_test.snapshot_lifecycle ADD COLUMN IF NOT EXISTS epoch UInt64 DEFAULT 0');
   t.same(execs[45]?.params, { version: 22, name: 'snapshot_lifecycle epoch' });
-  t.equal(execs.length, 46);
+  t.equal(execs[46]?.sql, 'ALTER TABLE dris_test.record_evidence MODIFY SETTING merge_selector_base = 5');
+  t.same(execs[47]?.params, { version: 23, name: 'record_evidence merges in default steps' });
+  t.equal(execs.length, 48);
   // Migrations run without the per-query limit (a back-fill takes as long as the table is large).
   const migrationTimeouts = runner.timeouts.filter((_, i) => i >= 2 && i % 2 === 0);
-  t.equal(migrationTimeouts.length, 22);
+  t.equal(migrationTimeouts.length, 23);
   t.ok(migrationTimeouts.every((ms) => ms !== undefined && ms >= 3_600_000));
 
   const again = new FakeRunner();
   // A server answers 64-bit integers as strings.
-  again.onQuery = () => Array.from({ length: 22 }, (_, i) => ({ version: String(i + 1) }));
+  again.onQuery = () => Array.from({ length: 23 }, (_, i) => ({ version: String(i + 1) }));
   await (await serverStorage(again)).database.migrate();
   t.equal(again.of('exec').length, 2);
 });

@@ -25,7 +25,9 @@ import { byRecordKey, createTable, migration, type Migration } from './migration
  *   - No partitions, and merges in narrower steps than the default (merge_selector_base 3, not 5):
  *     a look-up costs a few hundred microseconds more for every part it visits, so fewer parts
  *     are worth rewriting rows a little more often. A million records loaded in batches rest in
- *     4 parts instead of 11.
+ *     4 parts instead of 11. record_evidence, which took the same clause, went back to the
+ *     default in migration 23 (record-evidence.ts): it is written twice per record, and its
+ *     merges cost more than the extra parts did.
  *   - Migration 12 back-fills it from records (FINAL) and record_leaves in one INSERT ... SELECT,
  *     so a data directory made before it verifies after the upgrade. Repeated (a crash before its
  *     bookkeeping row), it adds rows of the same versions, which readers collapse.
