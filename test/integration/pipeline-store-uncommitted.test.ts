@@ -5,6 +5,7 @@ import t from 'tap';
 import { ClickHouseDatabase } from '../../src/adapters/clickhouse/database.js';
 import { ClickHouseEvidenceStore } from '../../src/adapters/clickhouse/evidence-store.js';
 import { openClickHouseStorage } from '../../src/adapters/clickhouse/open-storage.js';
+import { SnapshotListing } from '../../src/adapters/clickhouse/snapshot-listing.js';
 import { ClickHousePipelineStore } from '../../src/adapters/clickhouse/pipeline-store.js';
 import { TimedSqlRunner } from '../../src/adapters/clickhouse/timed-runner.js';
 import { loadHashingBackend } from '../../src/adapters/hashing/select-backend.js';
@@ -101,12 +102,48 @@ void t.test('anchored snapshots are listed without looking up their batch rows; 
   read.length = 0;
   const anchored = (await store.listSnapshots({ tenantId: 'acme', limit: 100, status: 'Anchored', recordId: 'C-0' })).items;
   t.same(anchored.map((s) => s.snapshotId), formed.snapshots.map((s) => s.snapshotId), 'the anchored snapshot is listed');
-  t.same(read, ['snapshots'], 'with one query, of the snapshots alone');
+  t.same(read, ['snapshots', 'snapshots'], 'from the snapshots alone: the page, then its rows whole');
   t.same(anchored[0]?.recordIds, formed.snapshots[0]?.recordIds, 'with its record ids');
   t.notOk(anchored[0] !== undefined && 'ingestIds' in anchored[0], 'and without its ingest ids, which a listing does not show');
   read.length = 0;
+  const again = (await store.listSnapshots({ tenantId: 'acme', limit: 100, status: 'Anchored', recordId: 'C-0' })).items;
+  t.same(again, anchored, 'listed again, the same');
+  t.same(read, ['snapshots'], 'with the page read alone: the row versions are those already read whole');
+  read.length = 0;
   t.equal((await store.getSnapshot('acme', formed.snapshots[0]?.snapshotId ?? ''))?.status, 'Anchored', 'and found by id');
   t.same(read, ['snapshots'], 'with one query too');
+
+  // A newer version of the row is read whole again, never taken for the one read before.
+  await new Promise((r) => setTimeout(r, 2));
+  await store.putSnapshots(
+    formed.snapshots.map((s) => ({ ...s, status: 'Anchored' as const, onChainConfirmed: false, chainTxHash: `0x${'ab'.repeat(32)}` })),
+    [],
+  );
+  read.length = 0;
+  const rewritten = (await store.listSnapshots({ tenantId: 'acme', limit: 100, status: 'Anchored', recordId: 'C-0' })).items;
+  t.same(rewritten.map((s) => [s.snapshotId, s.onChainConfirmed, s.chainTxHash]), formed.snapshots.map((s) => [s.snapshotId, false, `0x${'ab'.repeat(32)}`]), 'a rewritten row lists as rewritten');
+  t.same(read, ['snapshots', 'snapshots'], 'read whole again');
+  t.same((await store.listSnapshots({ tenantId: 'other', limit: 100 })).items, [], "another tenant's listing shows none of them");
+});
+
+void t.test('the row versions kept whole are bounded: the least recently listed go first', async (t) => {
+  const read: string[] = [];
+  const runner = new TimedSqlRunner(index.database.runner, (name) => read.push(name));
+  const listing = new SnapshotListing(runner, 'dris', (rows) => Promise.resolve(new Set(rows.map((r) => r.batch_id))), 2);
+  const formed = formBatch([...recordsOf('E', 2), ...recordsOf('F', 2).map((r) => ({ ...r, tenantId: 'acme-2' })), ...recordsOf('G', 2).map((r) => ({ ...r, tenantId: 'acme-3' }))], hashing, BASE_MS + 50);
+  await new ClickHousePipelineStore(index.database).saveFormedBatches([formed]);
+  const list = async (tenantId: string): Promise<number> => {
+    read.length = 0;
+    const { items } = await listing.list({ tenantId, limit: 10, recordId: `${tenantId === 'acme' ? 'E' : tenantId === 'acme-2' ? 'F' : 'G'}-0` });
+    t.equal(items.length, 1, `${tenantId}: its snapshot`);
+    return read.length;
+  };
+  t.equal(await list('acme'), 2, 'first read whole');
+  t.equal(await list('acme-2'), 2, 'first read whole');
+  t.equal(await list('acme'), 1, 'kept');
+  t.equal(await list('acme-3'), 2, 'first read whole, and acme-2 leaves');
+  t.equal(await list('acme'), 1, 'still kept');
+  t.equal(await list('acme-2'), 2, 'read whole again');
 });
 
 void t.test('a record batched here is found by hash with its proof, which record_leaves does not hold', async (t) => {

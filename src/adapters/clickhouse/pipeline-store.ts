@@ -9,12 +9,10 @@ import {
   BATCH_COLUMNS,
   epochOfVersion,
   epochVersion,
-  LISTED_SNAPSHOT_COLUMNS,
   nextMicros,
   REF_COLUMNS,
   SNAPSHOT_COLUMNS,
   toBatch,
-  toListedSnapshot,
   toRef,
   toSnapshot,
   type BatchRow,
@@ -22,9 +20,9 @@ import {
   type RefRow,
   type SnapshotRow,
 } from './pipeline-rows.js';
-import { MAX_PAGE_LIMIT } from './schema.js';
+import { SnapshotListing } from './snapshot-listing.js';
 import type { SqlRunner } from './sql-runner.js';
-import { Conditions, dateTime64Text, decodeCursor, encodeCursor, n, type Int64Out } from './values.js';
+import { Conditions, dateTime64Text, n, type Int64Out } from './values.js';
 
 /**
  * The pipeline's state in ClickHouse, on the same engine as the hot index. Rows are replaced
@@ -58,6 +56,7 @@ export class ClickHousePipelineStore implements PipelineStore {
   readonly #runner: SqlRunner;
   /** The leadership epoch of every write; null: the highest stored. */
   readonly #epoch: number | null;
+  readonly #listing: SnapshotListing;
 
   constructor(database: ClickHouseDatabase, epoch: number | null = null) {
     this.#database = database;
@@ -65,6 +64,7 @@ export class ClickHousePipelineStore implements PipelineStore {
     this.#runner = database.runner;
     if (epoch !== null && (!Number.isSafeInteger(epoch) || epoch < 0)) throw new DrisError('internal_error', 'a leadership epoch is a non-negative integer');
     this.#epoch = epoch;
+    this.#listing = new SnapshotListing(this.#runner, this.#db, (rows) => this.#committed(rows));
   }
 
   fenced(epoch: number): ClickHousePipelineStore {
@@ -315,7 +315,7 @@ export class ClickHousePipelineStore implements PipelineStore {
    *
    * An Anchored row needs no look: the anchorer writes it only for a batch it read from the store
    * or was handed once stored, so its batch is committed. A client polling for anchored snapshots
-   * then costs one query per page instead of two.
+   * then costs no look-up of batch rows.
    */
   async #committed(rows: readonly Pick<ListedSnapshotRow, 'batch_id' | 'status'>[]): Promise<Set<string>> {
     const out = new Set<string>();
@@ -328,37 +328,8 @@ export class ClickHousePipelineStore implements PipelineStore {
     return out;
   }
 
-  async listSnapshots(q: SnapshotQuery): Promise<{ items: ListedSnapshot[]; nextCursor: string | null }> {
-    const limit = Math.min(Math.max(1, Math.trunc(q.limit)), MAX_PAGE_LIMIT);
-    const c = new Conditions(['tenant_id = {tenantId:String}'], { tenantId: q.tenantId, limit: limit + 1 })
-      .add('has(record_ids, {recordId:String})', 'recordId', q.recordId)
-      .add('status = {status:String}', 'status', q.status);
-    if (q.cursor !== undefined) {
-      let after: [number, string];
-      try {
-        after = decodeCursor(q.cursor);
-      } catch {
-        throw new DrisError('validation_failed', 'invalid cursor', { fields: [{ path: 'cursor', code: 'invalid_format', message: 'is not a cursor of this listing' }] });
-      }
-      c.add(`(created_at > fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC') OR (created_at = fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC') AND snapshot_id > {afterId:String}))`, 'afterMs', after[0]);
-      c.params['afterId'] = after[1];
-    }
-    // The page's ids first, on the narrow columns: FINAL would otherwise read the record and
-    // ingest id arrays of every snapshot of the tenant for one page.
-    const filter = c.text();
-    const rows = await this.#runner.query<ListedSnapshotRow>(
-      `SELECT ${LISTED_SNAPSHOT_COLUMNS} FROM ${this.#db}.snapshots FINAL
-       WHERE snapshot_id IN (SELECT snapshot_id FROM ${this.#db}.snapshots FINAL WHERE ${filter} ORDER BY created_at, snapshot_id LIMIT {limit:UInt32})
-         AND ${filter}
-       ORDER BY created_at, snapshot_id LIMIT {limit:UInt32}`,
-      c.params,
-    );
-    const page = rows.slice(0, limit);
-    const committed = await this.#committed(page);
-    const items = page.filter((r) => committed.has(r.batch_id)).map(toListedSnapshot);
-    // The cursor follows the page as read, uncommitted snapshots included: a page may come out short.
-    const last = page.at(-1);
-    return { items, nextCursor: rows.length > limit && last !== undefined ? encodeCursor(n(last.created_at_ms), last.snapshot_id) : null };
+  listSnapshots(q: SnapshotQuery): Promise<{ items: ListedSnapshot[]; nextCursor: string | null }> {
+    return this.#listing.list(q);
   }
 
   async lifecycleOf(tenantId: string, snapshotId: string): Promise<LifecycleEntry[]> {
