@@ -72,6 +72,26 @@ export function jsonObjectWriter<T>(members: readonly JsonMember<T>[], open = fa
   };
 }
 
+/**
+ * The writer of an array of these members' values, in this order (a row of JSONCompactEachRow:
+ * the names are the columns it is inserted into, not part of the text). `open`: without the
+ * closing bracket, for a caller that appends values of its own.
+ */
+export function jsonArrayWriter<T>(members: readonly JsonMember<T>[], open = false): (o: T) => string | null {
+  const kinds = members.map(([, kind]) => kind);
+  const values = members.map(([name, , value]) => value ?? ((o: T) => (o as Record<string, unknown>)[name]));
+  const close = open ? '' : ']';
+  return (o) => {
+    let out = '[';
+    for (let i = 0; i < kinds.length; i++) {
+      const text = jsonValue(kinds[i] as JsonKind, (values[i] as (o: T) => unknown)(o));
+      if (text === null) return null;
+      out += (i === 0 ? '' : ',') + text;
+    }
+    return out + close;
+  };
+}
+
 /** The writer of an array with these kinds of elements, in this order (a positional tuple). */
 export function jsonTupleWriter(kinds: readonly JsonKind[]): (values: readonly unknown[]) => string | null {
   return (values) => {

@@ -25,6 +25,9 @@ class TableRunner implements SqlRunner {
   insertJsonEachRow(): Promise<void> {
     return Promise.reject(new Error('the journal inserts lines'));
   }
+  insertCompactLines(): Promise<void> {
+    return Promise.reject(new Error('the journal inserts JSONEachRow lines'));
+  }
   async insertJsonLines(table: string, lines: Buffer): Promise<void> {
     if (this.gate !== null) await this.gate;
     if (this.failing) throw new DrisError('dependency_unavailable', 'engine down');

@@ -51,6 +51,18 @@ class FakeRunner implements SqlRunner {
     }
     return this.insertJsonEachRow(table, rows);
   }
+  insertCompactLines(table: string, columns: readonly string[], lines: Buffer, settings?: InsertSettings): Promise<void> {
+    const rows = lines
+      .toString('utf8')
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => {
+        const values = JSON.parse(l) as unknown[];
+        if (values.length !== columns.length) throw new Error(`${values.length} values for ${columns.length} columns`);
+        return Object.fromEntries(columns.map((c, i) => [c, values[i]]));
+      });
+    return this.insertJsonLines(table, Buffer.from(rows.map((r) => JSON.stringify(r) + '\n').join(''), 'utf8'), settings);
+  }
   insertJsonEachRow(table: string, rows: readonly object[]): Promise<void> {
     this.calls.push({ kind: 'insert', table, rows });
     return new Promise((resolve) => {

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { lookupLinesOf, referenceLookupLine } from '../../src/adapters/clickhouse/evidence-rows.js';
-import { recordLines, toPendingRecord } from '../../src/adapters/clickhouse/record-rows.js';
+import { RECORD_LINE_COLUMNS, recordLines, toPendingRecord } from '../../src/adapters/clickhouse/record-rows.js';
 import type { LeafAssignment } from '../../src/domain/pipeline/types.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
 import { record } from '../harness/pipeline-memory.js';
@@ -28,12 +28,17 @@ function oddRecord(i: number): AcceptedRecord {
 
 const records = Array.from({ length: 3 * ODD.length }, (_, i) => oddRecord(i));
 
-void t.test('record lines: each is the row as JSON.stringify writes it, the payload object after it', (t) => {
+void t.test('record lines: each is the values of the row in column order as JSON.stringify writes them, the payload object last', (t) => {
   const pending = records.map(toPendingRecord);
-  const want = pending.map((p) => `${JSON.stringify(p.row).slice(0, -1)},"payload":${String(p.payload)}}\n`).join('');
-  t.equal(recordLines(pending).toString('utf8'), want);
+  const head = RECORD_LINE_COLUMNS.slice(0, -1) as (keyof (typeof pending)[number]['row'])[];
+  t.equal(RECORD_LINE_COLUMNS.at(-1), 'payload', 'the payload is the last column');
+  t.same([...head].sort(), Object.keys(pending[0]?.row ?? {}).sort(), 'and every other column of the row comes before it, once');
+  const line = (p: (typeof pending)[number]): string => `${JSON.stringify(head.map((k) => p.row[k])).slice(0, -1)},${String(p.payload)}]\n`;
+  t.equal(recordLines(pending).toString('utf8'), pending.map(line).join(''));
   const batched = { ...pending[0], row: { ...pending[0]?.row, batch_id: 'b-1', merkle_proof: ['ab'] } } as (typeof pending)[number];
-  t.equal(recordLines([batched]).toString('utf8'), `${JSON.stringify(batched.row).slice(0, -1)},"payload":${String(batched.payload)}}\n`, 'a row not as indexing makes it: JSON.stringify writes it');
+  t.equal(recordLines([batched]).toString('utf8'), line(batched), 'a row not as indexing makes it: JSON.stringify writes it');
+  const text = { ...pending[1], payload: 'not an object' } as (typeof pending)[number];
+  t.equal(recordLines([text]).toString('utf8'), `${JSON.stringify(head.map((k) => text.row[k])).slice(0, -1)},"not an object"]\n`, 'a payload that is no object text is a JSON string');
   t.end();
 });
 

@@ -29,6 +29,9 @@ class RecordingRunner implements SqlRunner {
   insertJsonLines(): Promise<void> {
     return Promise.resolve();
   }
+  insertCompactLines(): Promise<void> {
+    return Promise.resolve();
+  }
   close(): Promise<void> {
     return Promise.resolve();
   }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { bootstrapSql, migrations } from '../../../src/adapters/clickhouse/migrations/index.js';
-import { RECORD_LINES_SETTINGS, recordLines, toPendingRecord } from '../../../src/adapters/clickhouse/record-rows.js';
+import { RECORD_LINE_COLUMNS, RECORD_LINES_SETTINGS, recordLines, toPendingRecord } from '../../../src/adapters/clickhouse/record-rows.js';
 import { newIngestId } from '../../../src/domain/records/ids.js';
 import { HASH_SCHEME, type OutgoingRecord } from '../../../src/domain/records/types.js';
 import { decodeMessage, encodeRecords } from '../../../src/adapters/queue/record-codec.js';
@@ -69,7 +69,7 @@ export function indexSchemaFloor(seconds: number, payload: string): Promise<Inde
       const body = lines(inserted, bytes);
       const cpu = process.cpuUsage();
       const start = performance.now();
-      await session.insert({ table: `${DB}.records`, values: body, format: 'JSONEachRow', settings: RECORD_LINES_SETTINGS });
+      await session.insert({ table: `${DB}.records`, columns: [...RECORD_LINE_COLUMNS], values: body, format: 'JSONCompactEachRow', settings: RECORD_LINES_SETTINGS });
       busyMs += performance.now() - start;
       const used = process.cpuUsage(cpu);
       cpuMicros += used.user + used.system;

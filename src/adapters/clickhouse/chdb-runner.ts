@@ -90,6 +90,16 @@ export class ChdbSqlRunner implements SqlRunner {
     }
   }
 
+  async insertCompactLines(table: string, columns: readonly string[], lines: Buffer, settings?: InsertSettings): Promise<void> {
+    if (lines.length === 0) return;
+    this.#assertOpen();
+    try {
+      await this.#session.insert({ table, columns: [...columns], values: lines, format: 'JSONCompactEachRow', timeout: this.#timeoutMs, ...(settings === undefined ? {} : { settings }) });
+    } catch (err) {
+      throw translateChdbError(err, 'insert', false);
+    }
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;

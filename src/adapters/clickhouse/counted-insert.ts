@@ -45,10 +45,10 @@ export class CountedInsert {
     this.#rows += rows.length;
   }
 
-  /** One INSERT of `rows` rows already in JSONEachRow text, with engine settings of its own. */
-  async writeLines(lines: Buffer, rows: number, settings?: InsertSettings): Promise<void> {
+  /** One INSERT of `rows` rows already in JSONCompactEachRow text, values in `columns` order, with engine settings of its own. */
+  async writeCompactLines(columns: readonly string[], lines: Buffer, rows: number, settings?: InsertSettings): Promise<void> {
     try {
-      await this.#db.runner.insertJsonLines(this.#db.table(this.#table), lines, settings);
+      await this.#db.runner.insertCompactLines(this.#db.table(this.#table), columns, lines, settings);
     } catch (err) {
       this.#log.warn({ rows, code: err instanceof DrisError ? err.code : undefined }, this.#failure);
       throw err;

@@ -200,6 +200,20 @@ export class ClickHouseClientRunner implements SqlRunner {
     }
   }
 
+  async insertCompactLines(table: string, columns: readonly string[], lines: Buffer, settings?: InsertSettings): Promise<void> {
+    if (lines.length === 0) return;
+    try {
+      const result = await this.#client.exec({
+        query: `INSERT INTO ${table} (${columns.join(', ')}) FORMAT JSONCompactEachRow`,
+        values: Readable.from([lines], { objectMode: false }),
+        ...(settings === undefined ? {} : { clickhouse_settings: settings }),
+      });
+      await finished(result.stream.resume());
+    } catch (err) {
+      throw translateClickHouseError(err, 'insert', false);
+    }
+  }
+
   async close(): Promise<void> {
     await this.#client.close();
   }

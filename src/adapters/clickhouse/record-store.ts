@@ -6,7 +6,7 @@ import type { ClickHouseDatabase } from './database.js';
 import { encodeInSlices, ENCODE_SLICE_ROWS } from './encode-in-slices.js';
 import { GroupCommit, type GroupCommitOptions } from './group-commit.js';
 import { existingIngestIdsSql, recordsPageSql } from './record-sql.js';
-import { recordLines, RECORD_LINES_SETTINGS, toPendingRecord, toRecordSummary, type PendingRecord, type RecordSummaryRow } from './record-rows.js';
+import { RECORD_LINE_COLUMNS, recordLines, RECORD_LINES_SETTINGS, toPendingRecord, toRecordSummary, type PendingRecord, type RecordSummaryRow } from './record-rows.js';
 import { pageOf, pageParams } from './values.js';
 
 /**
@@ -86,7 +86,7 @@ export class ClickHouseRecordStore implements RecordIndex {
     const present = await this.#presentKeys([...unique.values()].filter((p) => !p.unseen));
     const rows: PendingRecord[] = [];
     for (const [k, p] of unique) if (!present.has(k)) rows.push(p);
-    if (rows.length > 0) await this.#inserts.writeLines(await encodeInSlices(rows, ENCODE_SLICE_ROWS, recordLines), rows.length, RECORD_LINES_SETTINGS);
+    if (rows.length > 0) await this.#inserts.writeCompactLines(RECORD_LINE_COLUMNS, await encodeInSlices(rows, ENCODE_SLICE_ROWS, recordLines), rows.length, RECORD_LINES_SETTINGS);
     this.#duplicatesSkipped += pending.length - rows.length;
   }
 

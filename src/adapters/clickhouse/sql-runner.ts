@@ -45,5 +45,12 @@ export interface SqlRunner {
   insertJsonEachRow(table: string, rows: readonly object[]): Promise<void>;
   /** One INSERT of rows already in JSONEachRow text (one JSON object per line), with settings of its own. */
   insertJsonLines(table: string, lines: Buffer, settings?: InsertSettings): Promise<void>;
+  /**
+   * One INSERT of rows already in JSONCompactEachRow text (one JSON array per line, its values in
+   * `columns` order; the table's other columns take their defaults), with settings of its own.
+   * Without member names the engine matches no names per value: about a tenth less of its CPU
+   * for the records insert. `columns` are identifiers written by code, never input.
+   */
+  insertCompactLines(table: string, columns: readonly string[], lines: Buffer, settings?: InsertSettings): Promise<void>;
   close(): Promise<void>;
 }

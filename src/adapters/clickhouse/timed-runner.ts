@@ -1,4 +1,4 @@
-import type { ExecOptions, SqlParams, SqlRunner } from './sql-runner.js';
+import type { ExecOptions, InsertSettings, SqlParams, SqlRunner } from './sql-runner.js';
 
 /**
  * A SqlRunner that reports how long each query and insert took, for the index query latency
@@ -63,8 +63,12 @@ export class TimedSqlRunner implements SqlRunner {
     return this.#timed(insertName(table), () => this.inner.insertJsonEachRow(table, rows));
   }
 
-  insertJsonLines(table: string, lines: Buffer): Promise<void> {
-    return this.#timed(insertName(table), () => this.inner.insertJsonLines(table, lines));
+  insertJsonLines(table: string, lines: Buffer, settings?: InsertSettings): Promise<void> {
+    return this.#timed(insertName(table), () => this.inner.insertJsonLines(table, lines, settings));
+  }
+
+  insertCompactLines(table: string, columns: readonly string[], lines: Buffer, settings?: InsertSettings): Promise<void> {
+    return this.#timed(insertName(table), () => this.inner.insertCompactLines(table, columns, lines, settings));
   }
 
   close(): Promise<void> {
