@@ -89,7 +89,7 @@ async function measureFloors(ctx: ScenarioContext, bf: BenchFleet, workers: numb
   );
   out.floors.push({ key: 'clickhouse', label: 'raw insert through the ClickHouse HTTP interface', value: ch.insertRowsPerSec, unit: 'records/s', source: `1000-row JSONEachRow inserts of ${ch.rowBytes} B rows into a MergeTree, one at a time, POSTed to ${fleet.clickhouse.bridge === null ? 'the ClickHouse server' : 'the fleet\'s bridge over chDB'}` });
   const anvil = await progress.phase('floor.anvil', 'floor: raw anvil transactions (the fleet\'s anvil)', () => anvilFloor(secs, { rpcUrl: fleet.chain.rpcUrl, chainId: fleet.chain.chainId }));
-  out.floors.push({ key: 'anvil', label: `raw anvil transactions x ${batch} records`, value: Math.round(anvil.txPerSec * batch), unit: 'records/s', source: `${anvil.txPerSec} tx/s (signed transfers, 16 in flight, ${anvil.transactions} mined) on the fleet's anvil, one batch per transaction` });
+  out.floors.push({ key: 'anvil', label: `raw anvil transactions x ${batch} records`, value: Math.round(anvil.txPerSec * batch), unit: 'records/s', source: `${anvil.txPerSec} tx/s (signed transfers, 16 in flight, ${anvil.transactions} of ${anvil.sent} mined) on the fleet's anvil, one batch per transaction` });
 
   const dir = await makeTempDir('dris-bench-bare-lb-');
   try {

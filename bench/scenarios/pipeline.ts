@@ -130,7 +130,7 @@ async function floorsOf(ctx: ScenarioContext): Promise<FloorFigure[]> {
     { key: 'chdb', label: 'raw chDB insert', value: chdb.insertRowsPerSec, unit: 'records/s', source: `1000-row JSONEachRow inserts of ${chdb.rowBytes} B rows into a MergeTree, one at a time` },
     { key: 'chdbSchema', label: 'chDB insert into the index schema', value: schema.insertRowsPerSec, unit: 'records/s', source: schemaSource },
     { key: 'chdbSchemaCpu', label: 'chDB CPU of that insert per 1000 records', value: schema.cpuMsPer1000, unit: 'ms', source: `${schemaSource}; CPU of every engine thread` },
-    { key: 'anvil', label: `raw anvil transactions x ${batch} records`, value: Math.round(anvil.txPerSec * batch), unit: 'records/s', source: `${anvil.txPerSec} tx/s (signed transfers, 16 in flight, ${anvil.transactions} mined), one batch per transaction` },
+    { key: 'anvil', label: `raw anvil transactions x ${batch} records`, value: Math.round(anvil.txPerSec * batch), unit: 'records/s', source: `${anvil.txPerSec} tx/s (signed transfers, 16 in flight, ${anvil.transactions} of ${anvil.sent} mined), one batch per transaction` },
   ];
 }
 
