@@ -1,5 +1,5 @@
 import t from 'tap';
-import { jsonObjectWriter, jsonTupleWriter, jsonValue, type JsonKind } from '../../src/util/json-text.js';
+import { jsonArrayWriter, jsonObjectWriter, jsonTupleWriter, jsonValue, type JsonKind } from '../../src/util/json-text.js';
 
 void t.test('each kind writes what JSON.stringify writes, and refuses every other type', (t) => {
   const cases: [JsonKind, unknown[], unknown[]][] = [
@@ -29,6 +29,20 @@ void t.test('an object writer: members in order, open or closed, null when one i
   t.equal(w({ a: 'x', b: null, c: true }), null);
   const open = jsonObjectWriter<{ a: string }>([['a', 'string']], true);
   t.equal(open({ a: 'v' }), '{"a":"v"');
+  t.end();
+});
+
+void t.test('an array writer: the values of members in order, without their names, open or closed', (t) => {
+  const w = jsonArrayWriter<{ a: string; b: number | null; c: boolean }>([
+    ['a', 'string'],
+    ['b', 'integer'],
+    ['c', 'boolean'],
+    ['d', 'string', (o) => `${o.a}!`],
+  ]);
+  t.equal(w({ a: 'x"', b: 3, c: true }), JSON.stringify(['x"', 3, true, 'x"!']));
+  t.equal(w({ a: 'x', b: null, c: true }), null);
+  const open = jsonArrayWriter<{ a: string; b: string | null }>([['a', 'string'], ['b', 'string|null']], true);
+  t.equal(open({ a: 'v', b: null }), '["v",null');
   t.end();
 });
 
