@@ -167,40 +167,66 @@ function sharedEnv(infra: Infrastructure, secrets: Secrets, extra: Readonly<Reco
   };
 }
 
+/** What every dris process of one fleet is made with, besides its name, role and ports. */
+interface ProcessPlan {
+  readonly dir: string;
+  readonly env: Readonly<Record<string, string>>;
+  readonly anchorerKey: string;
+  readonly onLeadership: (e: LeadershipEvent) => void;
+}
+
+/** Ports a process of this role listens on, each free when chosen. */
+async function portsOf(role: FleetRole): Promise<Record<string, string>> {
+  return {
+    ...(role === 'api' ? { PORT: String(await freePort()), DRIS_ADMIN_PORT: String(await freePort()) } : {}),
+    DRIS_OPS_PORT: String(await freePort()),
+  };
+}
+
+async function processOf(plan: ProcessPlan, name: string, role: FleetRole): Promise<DrisProcess> {
+  return drisProcess({
+    name,
+    role,
+    dataDir: await dirOf(plan.dir, name),
+    // The signing key only where it signs: api and indexer processes never hold it.
+    env: { ...plan.env, ...(await portsOf(role)), DRIS_ROLES: role, ...(role === 'anchorer' ? { DRIS_ANCHORER_KEY: plan.anchorerKey } : {}) },
+    logFile: path.join(await dirOf(plan.dir, 'logs'), `${name}.log`),
+    onLeadership: plan.onLeadership,
+  });
+}
+
 /**
  * The dris processes, not yet started: api processes get fixed ports so that restarts keep them,
  * and every process an ops port of its own (/metrics, /livez, /readyz), fixed too.
  */
-async function planProcesses(
-  dir: string,
-  env: Readonly<Record<string, string>>,
-  anchorerKey: string,
-  counts: Record<FleetRole, number>,
-  onLeadership: (e: LeadershipEvent) => void,
-): Promise<DrisProcess[]> {
-  const logs = await dirOf(dir, 'logs');
+async function planProcesses(plan: ProcessPlan, counts: Record<FleetRole, number>): Promise<DrisProcess[]> {
   const out: DrisProcess[] = [];
   for (const role of ['api', 'indexer', 'anchorer'] as const) {
-    for (let i = 1; i <= counts[role]; i++) {
-      const name = `${role}-${i}`;
-      const ports = {
-        ...(role === 'api' ? { PORT: String(await freePort()), DRIS_ADMIN_PORT: String(await freePort()) } : {}),
-        DRIS_OPS_PORT: String(await freePort()),
-      };
-      out.push(
-        drisProcess({
-          name,
-          role,
-          dataDir: await dirOf(dir, name),
-          // The signing key only where it signs: api and indexer processes never hold it.
-          env: { ...env, ...ports, DRIS_ROLES: role, ...(role === 'anchorer' ? { DRIS_ANCHORER_KEY: anchorerKey } : {}) },
-          logFile: path.join(logs, `${name}.log`),
-          onLeadership,
-        }),
-      );
-    }
+    for (let i = 1; i <= counts[role]; i++) out.push(await processOf(plan, `${role}-${i}`, role));
   }
   return out;
+}
+
+/** Starts made with fresh ports after a port was taken, before the process gives up. */
+const PORT_ATTEMPTS = 3;
+
+/**
+ * Starts processes[i]. A port chosen free can be taken before the process binds it (by any
+ * outgoing connection on the machine, whose local port comes from the same range), and the
+ * process then exits with `cannot listen`: it is made again with fresh ports and started again.
+ * The load balancer learns the api ports only after every process is up.
+ */
+async function startPlanned(plan: ProcessPlan, processes: DrisProcess[], i: number): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    const p = processes[i] as DrisProcess;
+    try {
+      await p.start();
+      return;
+    } catch (err) {
+      if (attempt >= PORT_ATTEMPTS || !(err instanceof Error) || !err.message.includes('cannot listen on')) throw err;
+      processes[i] = await processOf(plan, p.name, p.role);
+    }
+  }
 }
 
 export async function startFleet(options: FleetOptions = {}): Promise<Fleet> {
@@ -225,18 +251,20 @@ export async function startFleet(options: FleetOptions = {}): Promise<Fleet> {
     const env = sharedEnv(infra, secrets, options.env ?? {});
     const leadership: LeadershipEvent[] = [];
     const counts = { api: options.apis ?? 2, indexer: options.indexers ?? 2, anchorer: options.anchorers ?? 2 };
-    processes.push(...(await planProcesses(dir, env, infra.chain.anchorerKey, counts, (e) => leadership.push(e))));
+    const plan: ProcessPlan = { dir, env, anchorerKey: infra.chain.anchorerKey, onLeadership: (e) => leadership.push(e) };
+    processes.push(...(await planProcesses(plan, counts)));
     const [first, ...rest] = processes;
     if (first === undefined) throw new Error('a fleet needs at least one api process');
     say(`starting ${first.name} (it migrates the index schema)`);
-    await first.start();
+    await startPlanned(plan, processes, 0);
     say(`starting ${rest.map((p) => p.name).join(', ')}`);
-    await Promise.all(rest.map((p) => p.start()));
+    await Promise.all(rest.map((_, k) => startPlanned(plan, processes, k + 1)));
     const apis = processes.filter((p) => p.role === 'api');
     say('starting HAProxy in front of the api processes');
     lb = await startLoadBalancer({ dir: await dirOf(dir, 'haproxy'), port: options.port ?? 0, servers: apis.map((p) => ({ name: p.name, port: Number(p.env['PORT']), opsPort: Number(p.env['DRIS_OPS_PORT']) })) });
     await lb.waitUp();
-    const admin = first.handle;
+    // processes[0], not `first`: a start on a taken port made it again.
+    const admin = (processes[0] as DrisProcess).handle;
     const balancer = lb;
     return {
       dir,
