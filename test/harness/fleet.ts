@@ -224,6 +224,8 @@ async function startPlanned(plan: ProcessPlan, processes: DrisProcess[], i: numb
       return;
     } catch (err) {
       if (attempt >= PORT_ATTEMPTS || !(err instanceof Error) || !err.message.includes('cannot listen on')) throw err;
+      // Never started: this only closes its log, which the next one opens again.
+      await p.stop();
       processes[i] = await processOf(plan, p.name, p.role);
     }
   }
