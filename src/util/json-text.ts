@@ -57,19 +57,11 @@ export type JsonMember<T> = readonly [name: string, kind: JsonKind, value?: (o: 
  * for a caller that appends members of its own.
  */
 export function jsonObjectWriter<T>(members: readonly JsonMember<T>[], open = false): (o: T) => string | null {
-  const heads = members.map(([name], i) => (i === 0 ? '{' : ',') + JSON.stringify(name) + ':');
-  const kinds = members.map(([, kind]) => kind);
-  const values = members.map(([name, , value]) => value ?? ((o: T) => (o as Record<string, unknown>)[name]));
-  const close = open ? '' : '}';
-  return (o) => {
-    let out = '';
-    for (let i = 0; i < heads.length; i++) {
-      const text = jsonValue(kinds[i] as JsonKind, (values[i] as (o: T) => unknown)(o));
-      if (text === null) return null;
-      out += (heads[i] as string) + text;
-    }
-    return out + close;
-  };
+  return membersWriter(
+    members,
+    members.map(([name], i) => (i === 0 ? '{' : ',') + JSON.stringify(name) + ':'),
+    open ? '' : '}',
+  );
 }
 
 /**
@@ -78,15 +70,23 @@ export function jsonObjectWriter<T>(members: readonly JsonMember<T>[], open = fa
  * closing bracket, for a caller that appends values of its own.
  */
 export function jsonArrayWriter<T>(members: readonly JsonMember<T>[], open = false): (o: T) => string | null {
+  return membersWriter(
+    members,
+    members.map((_, i) => (i === 0 ? '[' : ',')),
+    open ? '' : ']',
+  );
+}
+
+/** Each member's value as its kind writes it, after the text `heads` gives it, then `close`. */
+function membersWriter<T>(members: readonly JsonMember<T>[], heads: readonly string[], close: string): (o: T) => string | null {
   const kinds = members.map(([, kind]) => kind);
   const values = members.map(([name, , value]) => value ?? ((o: T) => (o as Record<string, unknown>)[name]));
-  const close = open ? '' : ']';
   return (o) => {
-    let out = '[';
-    for (let i = 0; i < kinds.length; i++) {
+    let out = '';
+    for (let i = 0; i < heads.length; i++) {
       const text = jsonValue(kinds[i] as JsonKind, (values[i] as (o: T) => unknown)(o));
       if (text === null) return null;
-      out += (i === 0 ? '' : ',') + text;
+      out += (heads[i] as string) + text;
     }
     return out + close;
   };
