@@ -6,6 +6,7 @@ import type { AnchorEventView, BatchAnchor, ChainReader, EvidenceIndex } from '.
 import { DrisError } from '../errors/dris-error.js';
 import type { Logger } from '../util/logger.js';
 import { TtlCache } from '../util/ttl-cache.js';
+import { CanonicalAnchors, type AnchorOfRoot } from './canonical-anchors.js';
 
 /**
  * What verification reads: the chain at verification time (never taken from the database),
@@ -91,7 +92,8 @@ export function codeOf(err: unknown): string | undefined {
 }
 
 export class VerificationReads {
-  readonly #anchors: TtlCache<string, { batchSeq: number; anchoredAtSec: number } | null>;
+  /** null when the chain is read every time (chainCacheMs 0) or there is no chain. */
+  readonly #anchors: CanonicalAnchors | null;
   readonly #eventsBySeq: TtlCache<number, AnchorEventView | null>;
   readonly #eventsByBatch: TtlCache<string, AnchorEventView | null>;
   readonly #manifests = new TtlCache<string, ManifestEntry | 'invalid'>(24 * 3_600_000, MANIFEST_CACHE_ENTRIES);
@@ -107,7 +109,7 @@ export class VerificationReads {
     // A root or batch in steady use is read again in the second half of its time to live, behind
     // the answers, so no verification waits for the chain or the index once it is warm; none
     // uses a read older than the time to live.
-    this.#anchors = new TtlCache(ttl, 100_000, { refreshWithinMs: ttl / 2 });
+    this.#anchors = ttl > 0 && deps.chain !== null ? new CanonicalAnchors(deps.chain, ttl, deps.log) : null;
     this.#eventsBySeq = new TtlCache(ttl, 10_000);
     this.#eventsByBatch = new TtlCache(ttl, 10_000);
     this.#batches = new TtlCache(ttl, 10_000);
@@ -136,9 +138,9 @@ export class VerificationReads {
     return this.#anchoredBatches.get(batchId, () => this.batch(batchId), (b) => (b?.status === 'Anchored' ? this.#anchoredReuseMs : 0));
   }
 
-  /** The contract's anchor of a root, through the per-root cache; throws when the chain cannot be read. */
-  anchorOf(chain: ChainReader, merkleRoot: string): Promise<{ batchSeq: number; anchoredAtSec: number } | null> {
-    return this.#anchors.get(merkleRoot, () => chain.anchorOf(merkleRoot));
+  /** The contract's anchor of a root as of at most chainCacheMs ago (canonical-anchors.ts); throws when the chain cannot be read. */
+  anchorOf(chain: ChainReader, merkleRoot: string): Promise<AnchorOfRoot | null> {
+    return this.#anchors !== null && chain === this.deps.chain ? this.#anchors.anchorOf(merkleRoot) : chain.anchorOf(merkleRoot);
   }
 
   /** The Anchored event naming a batch, through its cache; throws when the chain cannot be read. */

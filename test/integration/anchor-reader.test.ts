@@ -125,6 +125,34 @@ t.test('reads two anchors back by root, sequence and batchId', async (t) => {
   t.same(await late.anchorOf(second.request.merkleRoot), { batchSeq: 2, anchoredAtSec: second.receipt.blockTimestamp }, 'anchorOf reads storage, whatever fromBlock');
 });
 
+t.test('blocks, and anchors read in one block: none before the anchor, refused once the block has left the chain', async (t) => {
+  const { anvil, deployment, anchors } = await fixture(t);
+  const reader = await AnchorReader.connect({ rpcUrl: anvil.rpcUrl, contractAddress: deployment.address, expectedChainId: anvil.chainId });
+  t.teardown(() => reader.close());
+  const second = nth(anchors, 1);
+  const head = await reader.head();
+  t.ok(head.number >= second.receipt.blockNumber + 5, 'the head');
+  t.match(head.hash, /^0x[0-9a-f]{64}$/);
+  t.same(await reader.blockAt(head.number), head, 'the head by its number');
+  t.equal(await reader.blockAt(head.number + 1000), null, 'past the head');
+  const before = await reader.blockAt(second.receipt.blockNumber - 1);
+  if (before === null) throw new Error('no block before the anchor');
+  t.equal(await reader.anchorOf(second.request.merkleRoot, before), null, 'not anchored yet in the block before its anchor');
+  t.same(await reader.anchorOf(second.request.merkleRoot, head), { batchSeq: 2, anchoredAtSec: second.receipt.blockTimestamp }, 'anchored at the head');
+
+  // A reorg: the chain goes back one block and another block takes its height.
+  const snapshot = await anvil.rpc<string>('evm_snapshot');
+  await anvil.rpc('evm_mine');
+  const gone = await reader.head();
+  t.equal(await anvil.rpc('evm_revert', [snapshot]), true);
+  const block = await anvil.rpc<{ timestamp: string }>('eth_getBlockByNumber', ['latest', false]);
+  await anvil.rpc('evm_mine', [Number.parseInt(block.timestamp, 16) + 17]);
+  const replaced = await reader.blockAt(gone.number);
+  t.ok(replaced !== null && replaced.hash !== gone.hash, 'another block at that height');
+  await t.rejects(reader.anchorOf(second.request.merkleRoot, gone), { code: 'dependency_unavailable' }, 'a block off the chain is refused, not read');
+  t.same(await reader.anchorOf(second.request.merkleRoot, replaced ?? head), { batchSeq: 2, anchoredAtSec: second.receipt.blockTimestamp });
+});
+
 t.test('final events are cached: read back with the node gone', async (t) => {
   const { anvil, deployment, anchors } = await fixture(t);
   const reader = await AnchorReader.connect({ rpcUrl: anvil.rpcUrl, contractAddress: deployment.address, expectedChainId: anvil.chainId, finalityDepth: 2, maxBlockRange: 4 });

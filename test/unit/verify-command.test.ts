@@ -167,6 +167,12 @@ class FakeChain implements ChainReader {
   headBlock() {
     return this.read(this.s.head);
   }
+  head() {
+    return this.read({ number: this.s.head, hash: `0x${this.s.head.toString(16).padStart(64, '0')}` });
+  }
+  blockAt(n: number) {
+    return this.read(n > this.s.head ? null : { number: n, hash: `0x${n.toString(16).padStart(64, '0')}` });
+  }
   close() {
     this.closed = true;
     return Promise.resolve();

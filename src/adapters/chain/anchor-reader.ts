@@ -1,9 +1,9 @@
 import { Contract, getAddress, Interface, isAddress, isError, zeroPadValue, toBeHex, type EventFragment, type JsonRpcProvider, type Log } from 'ethers';
 import { DrisError } from '../../errors/dris-error.js';
-import type { AnchorEventView, ChainReader } from '../../domain/verification/ports.js';
+import type { AnchorEventView, BlockRef, ChainReader } from '../../domain/verification/ports.js';
 import { BlockRangePager, DEFAULT_LOG_BLOCK_RANGE, type LogPageVisit } from './block-range-pager.js';
 import { translateChainError } from './chain-errors.js';
-import { assertRoot, parseAnchoredLog, readAnchorOf } from './contract-reads.js';
+import { assertRoot, parseAnchoredLog, readAnchorOf, readAnchorOfAt } from './contract-reads.js';
 import { makeProvider } from './chain-runtime.js';
 
 /**
@@ -161,9 +161,9 @@ export class AnchorReader implements ChainReader {
     }
   }
 
-  async anchorOf(merkleRoot: string): Promise<{ readonly batchSeq: number; readonly anchoredAtSec: number } | null> {
+  async anchorOf(merkleRoot: string, at?: BlockRef): Promise<{ readonly batchSeq: number; readonly anchoredAtSec: number } | null> {
     this.assertOpen();
-    const anchor = await readAnchorOf(this.contract, this.iface, merkleRoot);
+    const anchor = at === undefined ? await readAnchorOf(this.contract, this.iface, merkleRoot) : await readAnchorOfAt(this.provider, this.iface, this.contractAddress, merkleRoot, at);
     return anchor === null ? null : { batchSeq: anchor.batchSeq, anchoredAtSec: anchor.timestampSec };
   }
 
@@ -201,12 +201,35 @@ export class AnchorReader implements ChainReader {
     }
   }
 
+  async head(): Promise<BlockRef> {
+    const b = await this.block('latest', 'reading the head block');
+    if (b === null) throw new DrisError('dependency_unavailable', 'the node has no head block');
+    return b;
+  }
+
+  blockAt(blockNumber: number): Promise<BlockRef | null> {
+    if (!Number.isSafeInteger(blockNumber) || blockNumber < 0) throw new DrisError('validation_failed', 'a block number is a non-negative integer');
+    return this.block(blockNumber, 'reading a block');
+  }
+
   close(): Promise<void> {
     if (!this.closed) {
       this.closed = true;
       this.provider.destroy();
     }
     return Promise.resolve();
+  }
+
+  private async block(tag: number | 'latest', what: string): Promise<BlockRef | null> {
+    this.assertOpen();
+    try {
+      const b = await this.provider.getBlock(tag);
+      if (b === null) return null;
+      if (b.hash === null) throw new DrisError('dependency_unavailable', 'the node answered a block without its hash');
+      return { number: b.number, hash: b.hash.toLowerCase() };
+    } catch (err) {
+      throw translateChainError(err, what);
+    }
   }
 
   private once(key: string, search: () => Promise<AnchorEventView | null>): Promise<AnchorEventView | null> {

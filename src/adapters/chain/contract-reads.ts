@@ -1,6 +1,6 @@
-import type { Contract, Interface, Log, LogDescription } from 'ethers';
+import { isError, type Contract, type Interface, type JsonRpcProvider, type Log, type LogDescription } from 'ethers';
 import { DrisError } from '../../errors/dris-error.js';
-import type { AnchorEventView } from '../../domain/verification/ports.js';
+import type { AnchorEventView, BlockRef } from '../../domain/verification/ports.js';
 import { translateChainError } from './chain-errors.js';
 
 /** Reads of the DrisAnchor contract shared by the anchorer's chain adapter and the key-less reader. */
@@ -22,6 +22,37 @@ export async function readAnchorOf(contract: Contract, iface: Interface, merkleR
   }
   const [batchSeq, timestamp] = result;
   // The contract numbers batches from 1, so 0 is its "never anchored".
+  if (batchSeq === 0n) return null;
+  return { batchSeq: Number(batchSeq), timestampSec: Number(timestamp) };
+}
+
+/**
+ * anchorOf(root) in one block (EIP-1898: by hash, required canonical), sent as a bare eth_call: the
+ * contract wrapper would resolve, populate and copy the call each time, and verification reads
+ * many roots. A node refuses the call once that block has left the canonical chain.
+ */
+export async function readAnchorOfAt(
+  provider: JsonRpcProvider,
+  iface: Interface,
+  address: string,
+  merkleRoot: string,
+  at: BlockRef,
+): Promise<{ readonly batchSeq: number; readonly timestampSec: number } | null> {
+  assertRoot(merkleRoot);
+  let result: [bigint, bigint];
+  try {
+    const data = iface.encodeFunctionData('anchorOf', [`0x${merkleRoot}`]);
+    const answer = (await provider.send('eth_call', [{ to: address, data }, { blockHash: at.hash, requireCanonical: true }])) as string;
+    result = iface.decodeFunctionResult('anchorOf', answer) as unknown as [bigint, bigint];
+  } catch (err) {
+    // ethers calls every error of an eth_call an exception of the call; the view never reverts, so
+    // one without revert data is the node refusing the block (gone from the chain, or unknown to it).
+    if (isError(err, 'CALL_EXCEPTION') && err.data === null) {
+      throw new DrisError('dependency_unavailable', 'reading an anchor: the node refused the block asked for', { cause: err });
+    }
+    throw translateChainError(err, 'reading an anchor', iface);
+  }
+  const [batchSeq, timestamp] = result;
   if (batchSeq === 0n) return null;
   return { batchSeq: Number(batchSeq), timestampSec: Number(timestamp) };
 }

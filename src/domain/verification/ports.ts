@@ -72,6 +72,12 @@ export interface AnchorEventView {
   readonly blockNumber: number;
 }
 
+/** A block of the chain: its number and hash (lowercase hex with 0x). */
+export interface BlockRef {
+  readonly number: number;
+  readonly hash: string;
+}
+
 /**
  * Read-only access to the anchor contract: what verification reads at verification time. Needs no
  * key, so API processes, auditors and the offline verifier use it alike.
@@ -79,8 +85,12 @@ export interface AnchorEventView {
 export interface ChainReader {
   readonly chainId: number;
   readonly contractAddress: string;
-  /** The contract's stored anchor of a root (its anchorOf view); null when the root is not on-chain. */
-  anchorOf(merkleRoot: string): Promise<{ readonly batchSeq: number; readonly anchoredAtSec: number } | null>;
+  /**
+   * The contract's stored anchor of a root (its anchorOf view); null when the root is not on-chain.
+   * Read at the head, or with `at` in exactly that block, refused (an error) once it is no longer
+   * on the canonical chain.
+   */
+  anchorOf(merkleRoot: string, at?: BlockRef): Promise<{ readonly batchSeq: number; readonly anchoredAtSec: number } | null>;
   /** The Anchored event with this batchSeq (an indexed topic); null when none. */
   eventBySeq(batchSeq: number): Promise<AnchorEventView | null>;
   /** The Anchored event of a root (an indexed topic); null when none. */
@@ -89,5 +99,9 @@ export interface ChainReader {
   eventByBatchId(batchId: string): Promise<AnchorEventView | null>;
   /** Head block number, for confirmations. */
   headBlock(): Promise<number>;
+  /** The head block. */
+  head(): Promise<BlockRef>;
+  /** The canonical block of a number; null when the chain is not that long. */
+  blockAt(blockNumber: number): Promise<BlockRef | null>;
   close(): Promise<void>;
 }
