@@ -7,7 +7,8 @@ import { loadAnchorArtifact } from '../../src/adapters/chain/contract-artifact.j
 import { ANVIL_DEV_ANCHORER_KEY, freeLoopbackPort } from '../../src/adapters/chain/anvil-node.js';
 import { deployAnchorContract, EthersChain, type Deployment } from '../../src/adapters/chain/ethers-chain.js';
 import type { AnchorReceipt, AnchorRequest } from '../../src/domain/pipeline/ports.js';
-import { setLogLevel } from '../../src/util/logger.js';
+import { CanonicalAnchors } from '../../src/app/canonical-anchors.js';
+import { componentLogger, setLogLevel } from '../../src/util/logger.js';
 import { ensureContractArtifact, startAnvil, type TestAnvil } from '../harness/anvil.js';
 
 /**
@@ -151,6 +152,33 @@ t.test('blocks, and anchors read in one block: none before the anchor, refused o
   t.ok(replaced !== null && replaced.hash !== gone.hash, 'another block at that height');
   await t.rejects(reader.anchorOf(second.request.merkleRoot, gone), { code: 'dependency_unavailable' }, 'a block off the chain is refused, not read');
   t.same(await reader.anchorOf(second.request.merkleRoot, replaced ?? head), { batchSeq: 2, anchoredAtSec: second.receipt.blockTimestamp });
+});
+
+t.test('the anchors verification keeps, on a real chain: kept across checkpoints, forgotten when a reorg takes their block', async (t) => {
+  const { anvil, deployment, anchors } = await fixture(t);
+  const reader = await AnchorReader.connect({ rpcUrl: anvil.rpcUrl, contractAddress: deployment.address, expectedChainId: anvil.chainId });
+  t.teardown(() => reader.close());
+  const chain = await EthersChain.connect({ rpcUrl: anvil.rpcUrl, chainId: anvil.chainId, signer: { privateKey: ANVIL_DEV_ANCHORER_KEY }, contractAddress: deployment.address, pollIntervalMs: 50 });
+  t.teardown(() => chain.close());
+  const ttlMs = 150;
+  const kept = new CanonicalAnchors(reader, ttlMs, componentLogger('test'));
+  const first = nth(anchors, 0);
+  const snapshot = await anvil.rpc<string>('evm_snapshot');
+  const third: AnchorRequest = { batchSeq: 3, merkleRoot: randomBytes(32).toString('hex'), recordCount: 3, batchId: 'batch-3', manifestCid: CIDS[0] ?? '' };
+  const receipt = await chain.anchor(third);
+  t.same(await kept.anchorOf(third.merkleRoot), { batchSeq: 3, anchoredAtSec: receipt.blockTimestamp });
+  t.same(await kept.anchorOf(first.request.merkleRoot), { batchSeq: 1, anchoredAtSec: first.receipt.blockTimestamp });
+  await anvil.rpc('anvil_mine', ['0x2']);
+  await new Promise((r) => setTimeout(r, ttlMs + 20));
+  t.same(await kept.anchorOf(third.merkleRoot), { batchSeq: 3, anchoredAtSec: receipt.blockTimestamp }, 'kept while the chain grows');
+
+  t.equal(await anvil.rpc('evm_revert', [snapshot]), true);
+  const head = await anvil.rpc<{ timestamp: string }>('eth_getBlockByNumber', ['latest', false]);
+  await anvil.rpc('evm_mine', [Number.parseInt(head.timestamp, 16) + 31]);
+  await anvil.rpc('anvil_mine', ['0x3']);
+  await new Promise((r) => setTimeout(r, ttlMs + 20));
+  t.equal(await kept.anchorOf(third.merkleRoot), null, 'the reorg took the anchor: seen within the period');
+  t.same(await kept.anchorOf(first.request.merkleRoot), { batchSeq: 1, anchoredAtSec: first.receipt.blockTimestamp }, 'read again, still anchored');
 });
 
 t.test('final events are cached: read back with the node gone', async (t) => {
