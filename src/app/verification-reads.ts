@@ -9,9 +9,10 @@ import { TtlCache } from '../util/ttl-cache.js';
 import { CanonicalAnchors, type AnchorOfRoot } from './canonical-anchors.js';
 
 /**
- * What verification reads: the chain at verification time (never taken from the database),
- * through short-lived per-root caches so a burst of verifications of one batch costs one chain
- * read; manifests cached by CID (content-addressed, hence immutable once checked); batch rows.
+ * What verification reads: the chain at verification time (never taken from the database), its
+ * anchors through canonical-anchors.ts and its events through short-lived caches, so a burst of
+ * verifications of one batch costs one chain read at most; manifests cached by CID
+ * (content-addressed, hence immutable once checked); batch rows.
  */
 
 export interface ManifestEntry extends ManifestObservation {
@@ -106,9 +107,9 @@ export class VerificationReads {
 
   constructor(private readonly deps: VerificationReadDeps) {
     const ttl = deps.chainCacheMs;
-    // A root or batch in steady use is read again in the second half of its time to live, behind
-    // the answers, so no verification waits for the chain or the index once it is warm; none
-    // uses a read older than the time to live.
+    // The chain's checkpoint, or a batch, in steady use is read again in the second half of its
+    // time to live, behind the answers, so no verification waits for the chain or the index once
+    // it is warm; none uses a read older than the time to live.
     this.#anchors = ttl > 0 && deps.chain !== null ? new CanonicalAnchors(deps.chain, ttl, deps.log) : null;
     this.#eventsBySeq = new TtlCache(ttl, 10_000);
     this.#eventsByBatch = new TtlCache(ttl, 10_000);

@@ -207,7 +207,7 @@ export class AnchorReader implements ChainReader {
     return b;
   }
 
-  blockAt(blockNumber: number): Promise<BlockRef | null> {
+  async blockAt(blockNumber: number): Promise<BlockRef | null> {
     if (!Number.isSafeInteger(blockNumber) || blockNumber < 0) throw new DrisError('validation_failed', 'a block number is a non-negative integer');
     return this.block(blockNumber, 'reading a block');
   }
