@@ -1,5 +1,7 @@
 import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createServer, type Socket } from 'node:net';
 import { Interface, Wallet } from 'ethers';
 import { ANCHOR_READER_ABI, AnchorReader } from '../../src/adapters/chain/anchor-reader.js';
@@ -179,6 +181,59 @@ t.test('the anchors verification keeps, on a real chain: kept across checkpoints
   await new Promise((r) => setTimeout(r, ttlMs + 20));
   t.equal(await kept.anchorOf(third.merkleRoot), null, 'the reorg took the anchor: seen within the period');
   t.same(await kept.anchorOf(first.request.merkleRoot), { batchSeq: 1, anchoredAtSec: first.receipt.blockTimestamp }, 'read again, still anchored');
+});
+
+interface RpcRequest {
+  readonly id: unknown;
+  readonly method: string;
+  readonly params?: unknown[];
+}
+
+/** A JSON-RPC endpoint in front of anvil that refuses EIP-1898 block objects on eth_call, as some nodes do. */
+async function noBlockObjects(t: Test, upstream: string): Promise<{ url: string; refused: () => number }> {
+  let refused = 0;
+  const answer = async (r: RpcRequest): Promise<unknown> => {
+    if (r.method === 'eth_call' && typeof r.params?.[1] === 'object') {
+      refused += 1;
+      return { jsonrpc: '2.0', id: r.id, error: { code: -32602, message: 'invalid argument 1: hex string without 0x prefix' } };
+    }
+    const res = await fetch(upstream, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(r) });
+    return res.json();
+  };
+  const server = createHttpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as RpcRequest | RpcRequest[];
+      void (Array.isArray(body) ? Promise.all(body.map(answer)) : answer(body)).then((out) => {
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify(out));
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, refused: () => refused };
+}
+
+t.test('a node that takes no block object on eth_call: reads in a block name its number', async (t) => {
+  const { anvil, deployment, anchors } = await fixture(t);
+  const proxy = await noBlockObjects(t, anvil.rpcUrl);
+  const reader = await AnchorReader.connect({ rpcUrl: proxy.url, contractAddress: deployment.address, expectedChainId: anvil.chainId });
+  t.teardown(() => reader.close());
+  t.equal(reader.readsInBlockByHash, false, 'found at connect');
+  t.equal(proxy.refused(), 1, 'by one refused probe');
+  const second = nth(anchors, 1);
+  const before = await reader.blockAt(second.receipt.blockNumber - 1);
+  if (before === null) throw new Error('no block before the anchor');
+  t.equal(await reader.anchorOf(second.request.merkleRoot, before), null, 'not anchored yet in the block before');
+  const kept = new CanonicalAnchors(reader, 1_000, componentLogger('test'));
+  t.same(await kept.anchorOf(second.request.merkleRoot), { batchSeq: 2, anchoredAtSec: second.receipt.blockTimestamp }, 'verification reads it');
+  t.equal(proxy.refused(), 1, 'no read refused after the probe');
+
+  const direct = await AnchorReader.connect({ rpcUrl: anvil.rpcUrl, contractAddress: deployment.address, expectedChainId: anvil.chainId });
+  t.teardown(() => direct.close());
+  t.equal(direct.readsInBlockByHash, true, 'anvil takes them');
 });
 
 t.test('final events are cached: read back with the node gone', async (t) => {

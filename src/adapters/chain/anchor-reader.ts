@@ -5,6 +5,7 @@ import { BlockRangePager, DEFAULT_LOG_BLOCK_RANGE, type LogPageVisit } from './b
 import { translateChainError } from './chain-errors.js';
 import { assertRoot, parseAnchoredLog, readAnchorOf, readAnchorOfAt } from './contract-reads.js';
 import { makeProvider } from './chain-runtime.js';
+import { componentLogger } from '../../util/logger.js';
 
 /**
  * The ChainReader port on a JSON-RPC node with ethers v6 and no signer: what verification reads
@@ -69,6 +70,11 @@ export class AnchorReader implements ChainReader {
   private readonly finality: number;
   private readonly fromBlock: number;
   private closed = false;
+  /**
+   * Whether the node takes an EIP-1898 block (by hash, required canonical) on eth_call; when not,
+   * a read in a block names its number (see readAnchorOfAt).
+   */
+  private pinByHash = true;
   /** Final events (see finalityDepth), by batchSeq; the other maps point into it. */
   private readonly bySeq = new Map<number, AnchorEventView>();
   private readonly seqByRoot = new Map<string, number>();
@@ -127,6 +133,7 @@ export class AnchorReader implements ChainReader {
     try {
       const reader = new AnchorReader(provider, new Interface(ANCHOR_READER_ABI), chainId, address, options);
       await reader.verifyContract();
+      await reader.probeBlockByHash();
       return reader;
     } catch (err) {
       provider.destroy();
@@ -161,9 +168,31 @@ export class AnchorReader implements ChainReader {
     }
   }
 
+  /**
+   * Some nodes refuse EIP-1898 block objects on eth_call. Verification must not fail on them: their
+   * reads in a block name its number instead, and a reorg at that height is still found by the next
+   * checkpoint (canonical-anchors.ts), only not refused at the read.
+   */
+  private async probeBlockByHash(): Promise<void> {
+    try {
+      const head = await this.head();
+      const data = this.iface.encodeFunctionData('lastSequence', []);
+      await this.provider.send('eth_call', [{ to: this.contractAddress, data }, { blockHash: head.hash, requireCanonical: true }]);
+    } catch (err) {
+      this.pinByHash = false;
+      componentLogger('anchor-reader').warn({ code: translateChainError(err, 'reading in a block by hash').code }, 'the chain node refused a read in a block named by hash (EIP-1898): reads in a block name its number');
+    }
+  }
+
+  /** Whether reads in a block name it by hash (EIP-1898), as the node was found to accept. */
+  get readsInBlockByHash(): boolean {
+    return this.pinByHash;
+  }
+
   async anchorOf(merkleRoot: string, at?: BlockRef): Promise<{ readonly batchSeq: number; readonly anchoredAtSec: number } | null> {
     this.assertOpen();
-    const anchor = at === undefined ? await readAnchorOf(this.contract, this.iface, merkleRoot) : await readAnchorOfAt(this.provider, this.iface, this.contractAddress, merkleRoot, at);
+    const anchor =
+      at === undefined ? await readAnchorOf(this.contract, this.iface, merkleRoot) : await readAnchorOfAt(this.provider, this.iface, this.contractAddress, merkleRoot, at, this.pinByHash);
     return anchor === null ? null : { batchSeq: anchor.batchSeq, anchoredAtSec: anchor.timestampSec };
   }
 

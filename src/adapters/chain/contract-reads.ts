@@ -27,9 +27,10 @@ export async function readAnchorOf(contract: Contract, iface: Interface, merkleR
 }
 
 /**
- * anchorOf(root) in one block (EIP-1898: by hash, required canonical), sent as a bare eth_call: the
- * contract wrapper would resolve, populate and copy the call each time, and verification reads
- * many roots. A node refuses the call once that block has left the canonical chain.
+ * anchorOf(root) in one block, sent as a bare eth_call: the contract wrapper would resolve,
+ * populate and copy the call each time, and verification reads many roots. `byHash` (EIP-1898,
+ * required canonical): a node refuses the call once that block has left the canonical chain;
+ * otherwise the block is named by its number, for nodes that take no block object.
  */
 export async function readAnchorOfAt(
   provider: JsonRpcProvider,
@@ -37,12 +38,14 @@ export async function readAnchorOfAt(
   address: string,
   merkleRoot: string,
   at: BlockRef,
+  byHash = true,
 ): Promise<{ readonly batchSeq: number; readonly timestampSec: number } | null> {
   assertRoot(merkleRoot);
   let result: [bigint, bigint];
   try {
     const data = iface.encodeFunctionData('anchorOf', [`0x${merkleRoot}`]);
-    const answer = (await provider.send('eth_call', [{ to: address, data }, { blockHash: at.hash, requireCanonical: true }])) as string;
+    const block = byHash ? { blockHash: at.hash, requireCanonical: true } : `0x${at.number.toString(16)}`;
+    const answer = (await provider.send('eth_call', [{ to: address, data }, block])) as string;
     result = iface.decodeFunctionResult('anchorOf', answer) as unknown as [bigint, bigint];
   } catch (err) {
     // ethers calls every error of an eth_call an exception of the call; the view never reverts, so
