@@ -1,7 +1,8 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { CanonicalAnchors, type AnchorOfRoot } from '../../src/app/canonical-anchors.js';
-import type { AnchorEventView, BlockRef, ChainReader } from '../../src/domain/verification/ports.js';
+import type { BlockRef } from '../../src/domain/verification/ports.js';
 import { componentLogger, setLogLevel } from '../../src/util/logger.js';
+import { EventlessChain } from '../harness/eventless-chain.js';
 
 /**
  * Anchors are read in the block of a checkpoint and kept while each later checkpoint finds the
@@ -15,9 +16,7 @@ const log = componentLogger('test');
 const root = (i: number): string => i.toString(16).padStart(64, '0');
 
 /** A chain of hashed blocks; a reorg replaces the top blocks with others (other hashes). */
-class Chain implements ChainReader {
-  readonly chainId = 31337;
-  readonly contractAddress = '0x0000000000000000000000000000000000000001';
+class Chain extends EventlessChain {
   #hashes: string[] = [];
   #made = 0;
   /** Anchors on the chain, with the block each was made in. */
@@ -30,6 +29,7 @@ class Chain implements ChainReader {
   gate: Promise<void> | null = null;
 
   constructor() {
+    super();
     this.mine(11);
   }
   get height(): number {
@@ -75,26 +75,24 @@ class Chain implements ChainReader {
     const hash = this.hashOf(n);
     return Promise.resolve(hash === undefined ? null : { number: n, hash });
   }
-  eventBySeq(): Promise<AnchorEventView | null> {
-    return Promise.resolve(null);
-  }
-  eventByRoot(): Promise<AnchorEventView | null> {
-    return Promise.resolve(null);
-  }
-  eventByBatchId(): Promise<AnchorEventView | null> {
-    return Promise.resolve(null);
-  }
   headBlock(): Promise<number> {
     return Promise.resolve(this.height);
-  }
-  close(): Promise<void> {
-    return Promise.resolve();
   }
 }
 
 function clock(): { now: () => number; advance: (ms: number) => void } {
   let ms = 1_000_000;
   return { now: () => ms, advance: (d) => (ms += d) };
+}
+
+/** A chain with root(1) anchored, its anchor read once through a checkpoint of a 1 s period. */
+async function anchorReadOnce(t: Test): Promise<{ chain: Chain; c: ReturnType<typeof clock>; anchors: CanonicalAnchors }> {
+  const chain = new Chain();
+  chain.anchor(root(1), 1);
+  const c = clock();
+  const anchors = new CanonicalAnchors(chain, 1_000, log, c.now);
+  t.equal((await anchors.anchorOf(root(1)))?.batchSeq, 1);
+  return { chain, c, anchors };
 }
 
 t.test('a thousand roots are read once, then each period costs two block reads', async (t) => {
@@ -156,11 +154,7 @@ t.test('a reorg below the last checkpoint forgets every anchor', async (t) => {
 });
 
 t.test('a reorg above the last checkpoint keeps the anchors read before it', async (t) => {
-  const chain = new Chain();
-  chain.anchor(root(1), 1);
-  const c = clock();
-  const anchors = new CanonicalAnchors(chain, 1_000, log, c.now);
-  t.equal((await anchors.anchorOf(root(1)))?.batchSeq, 1);
+  const { chain, c, anchors } = await anchorReadOnce(t);
   chain.mine(5);
   chain.reorg(2);
   c.advance(1_001);
@@ -169,11 +163,7 @@ t.test('a reorg above the last checkpoint keeps the anchors read before it', asy
 });
 
 t.test('a chain shorter than the last checkpoint (a reset node) forgets every anchor', async (t) => {
-  const chain = new Chain();
-  chain.anchor(root(1), 1);
-  const c = clock();
-  const anchors = new CanonicalAnchors(chain, 1_000, log, c.now);
-  t.equal((await anchors.anchorOf(root(1)))?.batchSeq, 1);
+  const { chain, c, anchors } = await anchorReadOnce(t);
   chain.truncate(3);
   c.advance(1_001);
   t.equal(await anchors.anchorOf(root(1)), null);

@@ -4,8 +4,8 @@ import { Verifier } from '../../src/app/verifier.js';
 import { formBatch } from '../../src/domain/pipeline/batch-formation.js';
 import type { PipelineStore } from '../../src/domain/pipeline/ports.js';
 import { HASH_SCHEME, type AcceptedRecord, type RecordEnvelope } from '../../src/domain/records/types.js';
-import type { AnchorEventView, BatchAnchor, BlockRef, ChainReader, EvidenceIndex, StoredRecord, VerificationHistory } from '../../src/domain/verification/ports.js';
-
+import type { BatchAnchor, BlockRef, EvidenceIndex, StoredRecord, VerificationHistory } from '../../src/domain/verification/ports.js';
+import { EventlessChain } from '../harness/eventless-chain.js';
 /**
  * Stored-mode verification reuses an Anchored batch's row beyond the chain cache, but only while
  * the chain, confirmed as often as before, holds the batch's root at its sequence; otherwise the
@@ -79,9 +79,7 @@ class FakeEvidence implements EvidenceIndex {
   }
 }
 
-class FakeChain implements ChainReader {
-  readonly chainId = 31337;
-  readonly contractAddress = '0x0000000000000000000000000000000000000001';
+class FakeChain extends EventlessChain {
   anchor: { batchSeq: number; anchoredAtSec: number } | null = { batchSeq: 7, anchoredAtSec: nowMs / 1000 };
   reads = 0;
   heads = 0;
@@ -111,20 +109,8 @@ class FakeChain implements ChainReader {
   blockAt(n: number): Promise<BlockRef | null> {
     return Promise.resolve(n > this.height ? null : this.#block(n));
   }
-  eventBySeq(): Promise<AnchorEventView | null> {
-    return Promise.resolve(null);
-  }
-  eventByRoot(): Promise<AnchorEventView | null> {
-    return Promise.resolve(null);
-  }
-  eventByBatchId(): Promise<AnchorEventView | null> {
-    return Promise.resolve(null);
-  }
   headBlock(): Promise<number> {
     return Promise.resolve(12);
-  }
-  close(): Promise<void> {
-    return Promise.resolve();
   }
 }
 
