@@ -13,6 +13,7 @@ use napi_derive::napi;
 use sha2::{Digest, Sha256};
 
 mod fast;
+mod frames;
 mod fs_sync;
 mod http_guard;
 mod jcs;

@@ -41,6 +41,13 @@ export interface NativeAddon {
    * not need it, and an addon without it leaves file-system-sync.ts to spawn `sync -f`.
    */
   syncFileSystem?(path: string): Promise<void>;
+  /**
+   * Queue message frames (native/src/frames.rs): the metadata values of each record are the code
+   * units of `units` cut at `lengths` (17 per record, -1 for null, then the payload's bytes),
+   * written from `offset`; each payload's offset goes to `payloadAt`. The end offset, or -1 when
+   * the caller must write them. Not in REQUIRED: the codec writes them itself without it.
+   */
+  writeFramesUtf16?(units: Uint16Array, lengths: Int32Array, out: Uint8Array, offset: number, payloadAt: Uint32Array): number;
 }
 
 const REQUIRED: readonly (keyof NativeAddon)[] = [

@@ -1,5 +1,7 @@
 import { envelopeOf, type AcceptedRecord, type OutgoingRecord } from '../../domain/records/types.js';
 import { jsonObjectWriter } from '../../util/json-text.js';
+import { META_MEMBERS, NULLABLE_META_MEMBERS } from './frame-meta.js';
+import { nativeFrames, nativeFrameWriter, type WriteFrames } from './native-frames.js';
 
 /**
  * The bytes of a queue message: the records published together, each as its metadata (JSON) and
@@ -28,10 +30,20 @@ const LEGACY_JSON = 0x5b; // '['
 
 /** One record's frame; messages concatenate frames behind the format byte (`encodeMessage`). */
 export function encodeFrame(r: OutgoingRecord): Buffer {
+  return encodeFrameWith(r, nativeFrameWriter());
+}
+
+/** `encodeFrame` with this native frame writer, or none: the frame is written here then. */
+export function encodeFrameWith(r: OutgoingRecord, write: WriteFrames | undefined): Buffer {
+  const native = write === undefined ? null : nativeFrames([r], write);
+  if (native !== null) {
+    const out = scratchOf(native.bound);
+    const end = native.writeInto(out, 0);
+    if (end >= 0) return copyOut(out, end);
+  }
   const meta = metaJson(r);
-  const frame = Buffer.allocUnsafe(frameLength(meta, r));
-  writeFrame(frame, 0, meta, r);
-  return frame;
+  const out = scratchOf(frameBound(meta, r));
+  return copyOut(out, writeFrame(out, 0, meta, r));
 }
 
 /** The id and note of a message of the second form. */
@@ -72,15 +84,50 @@ export function encodeMessage(frames: readonly Buffer[], label?: MessageLabel): 
   return out;
 }
 
-/** The message of these records, written in one buffer (what `encodeMessage(records.map(encodeFrame), label)` gives). */
-export function encodeRecords(records: readonly OutgoingRecord[], label?: MessageLabel): Buffer {
+/**
+ * The message of these records, written in one buffer (what `encodeMessage(records.map(encodeFrame), label)`
+ * gives). `write`: the native frame writer, by default the addon's when it has one; without it,
+ * or for a value not of its member's type, the frames are written here.
+ */
+export function encodeRecords(records: readonly OutgoingRecord[], label?: MessageLabel, write: WriteFrames | undefined = nativeFrameWriter()): Buffer {
   if (label !== undefined && Buffer.byteLength(label.id, 'utf8') > 0xffff) throw new Error('message id too long');
+  const head = MESSAGE_FORMAT_BYTES + labelBytes(label);
+  const native = write === undefined ? null : nativeFrames(records, write);
+  if (native !== null) {
+    const out = scratchOf(head + native.bound);
+    const end = native.writeInto(out, writeLabel(out, label));
+    if (end >= 0) return copyOut(out, end);
+  }
   const metas = records.map(metaJson);
-  let total = MESSAGE_FORMAT_BYTES + labelBytes(label);
-  for (let i = 0; i < records.length; i++) total += frameLength(metas[i] as string, records[i] as OutgoingRecord);
-  const out = Buffer.allocUnsafe(total);
+  let bound = head;
+  for (let i = 0; i < records.length; i++) bound += frameBound(metas[i] as string, records[i] as OutgoingRecord);
+  const out = scratchOf(bound);
   let at = writeLabel(out, label);
   for (let i = 0; i < records.length; i++) at = writeFrame(out, at, metas[i] as string, records[i] as OutgoingRecord);
+  return copyOut(out, at);
+}
+
+/**
+ * Messages are written into a reused scratch buffer sized for the worst case, then copied out at
+ * their exact length: the metadata's UTF-8 length is known only once written, and measuring it
+ * first (Buffer.byteLength) cost more than the copy, since the text is a concatenation that each
+ * pass flattens and scans again.
+ */
+const SCRATCH_KEPT_BYTES = 8 * 1024 * 1024;
+let scratch = Buffer.allocUnsafeSlow(256 * 1024);
+
+function scratchOf(bytes: number): Buffer {
+  if (bytes <= scratch.length) return scratch;
+  // A larger message than any kept scratch holds gets a buffer of its own, not kept.
+  if (bytes > SCRATCH_KEPT_BYTES) return Buffer.allocUnsafeSlow(bytes);
+  scratch = Buffer.allocUnsafeSlow(Math.min(SCRATCH_KEPT_BYTES, Math.max(bytes, 2 * scratch.length)));
+  return scratch;
+}
+
+/** The first `length` bytes of `from` in a buffer of their own. */
+function copyOut(from: Buffer, length: number): Buffer {
+  const out = Buffer.allocUnsafe(length);
+  from.copy(out, 0, 0, length);
   return out;
 }
 
@@ -89,25 +136,7 @@ export function encodeRecords(records: readonly OutgoingRecord[], label?: Messag
  * same escapes; the codec test compares the two). Written by concatenation: it runs once per
  * record on the ingest path, where building an object to stringify cost more than the text.
  */
-const metaWriter = jsonObjectWriter<OutgoingRecord>([
-  ['ingestId', 'string'],
-  ['clientId', 'string'],
-  ['keyId', 'string'],
-  ['hashScheme', 'string'],
-  ['tenantId', 'string'],
-  ['database', 'string'],
-  ['collection', 'string'],
-  ['recordId', 'string'],
-  ['recordVersion', 'string'],
-  ['operationType', 'string'],
-  ['sourceTimestamp', 'string|null'],
-  ['payloadHash', 'string'],
-  ['salt', 'string'],
-  ['recordHash', 'string'],
-  ['acceptedAt', 'string'],
-  ['idempotencyKey', 'string|null'],
-  ['correlationId', 'string'],
-]);
+const metaWriter = jsonObjectWriter<OutgoingRecord>(META_MEMBERS.map((m) => [m, NULLABLE_META_MEMBERS.has(m) ? 'string|null' : 'string']));
 
 function metaJson(r: OutgoingRecord): string {
   return metaWriter(r) ?? metaJsonOf(r);
@@ -128,8 +157,9 @@ function metaJsonOf(r: OutgoingRecord): string {
   });
 }
 
-function frameLength(meta: string, r: OutgoingRecord): number {
-  return 8 + Buffer.byteLength(meta, 'utf8') + r.payloadBytes.byteLength;
+/** Bytes a frame may take at most: a UTF-16 code unit is at most 3 bytes of UTF-8. */
+function frameBound(meta: string, r: OutgoingRecord): number {
+  return 8 + 3 * meta.length + r.payloadBytes.byteLength;
 }
 
 /** Writes one frame at `at`; returns where the next one starts. */

@@ -1,0 +1,90 @@
+import type { OutgoingRecord } from '../../domain/records/types.js';
+import { loadNativeAddon, type NativeAddon } from '../hashing/native-addon.js';
+import { META_MEMBERS, NULLABLE_META_MEMBERS } from './frame-meta.js';
+
+/**
+ * Frames written by the native addon (native/src/frames.rs): the records' metadata values cross
+ * as one string of UTF-16 code units plus their lengths (concatenation is cheap in V8), and the
+ * JSON text, its escapes and its UTF-8 are written in native code straight into the message. The
+ * payloads are copied in here, at the offsets the addon leaves for them.
+ */
+
+export type WriteFrames = NonNullable<NativeAddon['writeFramesUtf16']>;
+
+/** Entries of `lengths` per record: each member's length, then the payload's bytes. */
+const WIDTH = META_MEMBERS.length + 1;
+const NULLABLE = META_MEMBERS.map((m) => NULLABLE_META_MEMBERS.has(m));
+/**
+ * Bytes a frame takes beside its values' text and its payload, at most: its two length fields,
+ * the braces, each member's name with its quotes, colon, comma and its value's quotes, and the
+ * two bytes `null` takes beyond a value's quotes, for each nullable member.
+ */
+const FRAME_FIXED_BYTES = 8 + 2 + META_MEMBERS.reduce((sum, m) => sum + m.length + 6, 0) + 2 * NULLABLE_META_MEMBERS.size;
+/** UTF-8 bytes one code unit of a value may take in JSON text: a control character is `\u00xx`. */
+const MAX_BYTES_PER_UNIT = 6;
+
+let resolved: { readonly write: WriteFrames | undefined } | undefined;
+
+/** The addon's frame writer, when an addon with one loads here. */
+export function nativeFrameWriter(): WriteFrames | undefined {
+  if (resolved !== undefined) return resolved.write;
+  let write: WriteFrames | undefined;
+  try {
+    const addon = loadNativeAddon();
+    if (typeof addon.writeFramesUtf16 === 'function') write = addon.writeFramesUtf16.bind(addon);
+  } catch {
+    // No addon here (no cargo, or a stale build): the codec writes the frames itself.
+  }
+  resolved = { write };
+  return write;
+}
+
+let units = Buffer.allocUnsafeSlow(64 * 1024);
+let lengths = new Int32Array(WIDTH * 64);
+let payloadAt = new Uint32Array(64);
+
+/** Frames of some records, ready to be written where the caller has room for `bound` bytes. */
+export interface NativeFrames {
+  /** Bytes the frames take at most. */
+  readonly bound: number;
+  /** Writes them from `offset`; returns where they end, or -1 when the caller must write them. */
+  writeInto(out: Buffer, offset: number): number;
+}
+
+/** The frames of `records`, or null when a value is not of its member's type (the caller's path names nothing then either: it writes them with JSON.stringify). */
+export function nativeFrames(records: readonly OutgoingRecord[], write: WriteFrames): NativeFrames | null {
+  const n = records.length;
+  if (lengths.length < WIDTH * n) lengths = new Int32Array(WIDTH * n);
+  if (payloadAt.length < n) payloadAt = new Uint32Array(n);
+  let text = '';
+  let payloads = 0;
+  for (let i = 0, k = 0; i < n; i++, k += WIDTH) {
+    const r = records[i] as OutgoingRecord;
+    for (let j = 0; j < META_MEMBERS.length; j++) {
+      const value: unknown = r[META_MEMBERS[j] as (typeof META_MEMBERS)[number]];
+      if (typeof value === 'string') {
+        text += value;
+        lengths[k + j] = value.length;
+      } else if (value === null && NULLABLE[j] === true) {
+        lengths[k + j] = -1;
+      } else {
+        return null;
+      }
+    }
+    lengths[k + WIDTH - 1] = r.payloadBytes.byteLength;
+    payloads += r.payloadBytes.byteLength;
+  }
+  const unitCount = text.length;
+  const bound = n * FRAME_FIXED_BYTES + MAX_BYTES_PER_UNIT * unitCount + payloads;
+  return {
+    bound,
+    writeInto(out: Buffer, offset: number): number {
+      if (units.length < 2 * unitCount) units = Buffer.allocUnsafeSlow(4 * unitCount);
+      units.write(text, 0, 'utf16le');
+      const end = write(new Uint16Array(units.buffer, units.byteOffset, unitCount), lengths.subarray(0, WIDTH * n), out, offset, payloadAt.subarray(0, n));
+      if (end < 0) return -1;
+      for (let i = 0; i < n; i++) out.set((records[i] as OutgoingRecord).payloadBytes, payloadAt[i] as number);
+      return end;
+    },
+  };
+}
