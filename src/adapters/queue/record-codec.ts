@@ -1,6 +1,4 @@
-import { envelopeOf, type AcceptedRecord, type OutgoingRecord } from '../../domain/records/types.js';
-import { jsonObjectWriter } from '../../util/json-text.js';
-import { META_MEMBERS, NULLABLE_META_MEMBERS } from './frame-meta.js';
+import type { AcceptedRecord, OutgoingRecord } from '../../domain/records/types.js';
 import { nativeFrames, nativeFrameWriter, type WriteFrames } from './native-frames.js';
 
 /**
@@ -132,24 +130,26 @@ function copyOut(from: Buffer, length: number): Buffer {
 }
 
 /**
- * The record without its payload, as JSON.stringify would write it member by member (same order,
- * same escapes; the codec test compares the two). Written by concatenation: it runs once per
- * record on the ingest path, where building an object to stringify cost more than the text.
+ * The record without its payload, as JSON.stringify writes it: the codec's own writer of frames,
+ * for a process whose native addon has none and for values of another type than declared.
  */
-const metaWriter = jsonObjectWriter<OutgoingRecord>(META_MEMBERS.map((m) => [m, NULLABLE_META_MEMBERS.has(m) ? 'string|null' : 'string']));
-
 function metaJson(r: OutgoingRecord): string {
-  return metaWriter(r) ?? metaJsonOf(r);
-}
-
-function metaJsonOf(r: OutgoingRecord): string {
   // Members named rather than a rest spread of the record: that would copy the payload bytes
-  // along, and they must not be serialised here.
+  // along, and they must not be serialised here. The order is META_MEMBERS'.
   return JSON.stringify({
     ingestId: r.ingestId,
     clientId: r.clientId,
     keyId: r.keyId,
-    ...envelopeOf(r),
+    hashScheme: r.hashScheme,
+    tenantId: r.tenantId,
+    database: r.database,
+    collection: r.collection,
+    recordId: r.recordId,
+    recordVersion: r.recordVersion,
+    operationType: r.operationType,
+    sourceTimestamp: r.sourceTimestamp,
+    payloadHash: r.payloadHash,
+    salt: r.salt,
     recordHash: r.recordHash,
     acceptedAt: r.acceptedAt,
     idempotencyKey: r.idempotencyKey,
