@@ -43,16 +43,14 @@ let units = Buffer.allocUnsafeSlow(64 * 1024);
 let lengths = new Int32Array(WIDTH * 64);
 let payloadAt = new Uint32Array(64);
 
-/** Frames of some records, ready to be written where the caller has room for `bound` bytes. */
-export interface NativeFrames {
-  /** Bytes the frames take at most. */
-  readonly bound: number;
-  /** Writes them from `offset`; returns where they end, or -1 when the caller must write them. */
-  writeInto(out: Buffer, offset: number): number;
-}
+/** Where the frames go: a buffer with room for `bound` bytes from `offset` on. */
+export type FrameRoom = (bound: number) => { readonly out: Buffer; readonly offset: number };
 
-/** The frames of `records`, or null when a value is not of its member's type (the caller's path names nothing then either: it writes them with JSON.stringify). */
-export function nativeFrames(records: readonly OutgoingRecord[], write: WriteFrames): NativeFrames | null {
+/**
+ * Writes the frames of `records` where `room` says; returns the buffer and where they end, or
+ * null when the caller must write them (a value not of its member's type, or the addon declined).
+ */
+export function writeNativeFrames(records: readonly OutgoingRecord[], write: WriteFrames, room: FrameRoom): { out: Buffer; end: number } | null {
   const n = records.length;
   if (lengths.length < WIDTH * n) lengths = new Int32Array(WIDTH * n);
   if (payloadAt.length < n) payloadAt = new Uint32Array(n);
@@ -74,17 +72,11 @@ export function nativeFrames(records: readonly OutgoingRecord[], write: WriteFra
     lengths[k + WIDTH - 1] = r.payloadBytes.byteLength;
     payloads += r.payloadBytes.byteLength;
   }
-  const unitCount = text.length;
-  const bound = n * FRAME_FIXED_BYTES + MAX_BYTES_PER_UNIT * unitCount + payloads;
-  return {
-    bound,
-    writeInto(out: Buffer, offset: number): number {
-      if (units.length < 2 * unitCount) units = Buffer.allocUnsafeSlow(4 * unitCount);
-      units.write(text, 0, 'utf16le');
-      const end = write(new Uint16Array(units.buffer, units.byteOffset, unitCount), lengths.subarray(0, WIDTH * n), out, offset, payloadAt.subarray(0, n));
-      if (end < 0) return -1;
-      for (let i = 0; i < n; i++) out.set((records[i] as OutgoingRecord).payloadBytes, payloadAt[i] as number);
-      return end;
-    },
-  };
+  const { out, offset } = room(n * FRAME_FIXED_BYTES + MAX_BYTES_PER_UNIT * text.length + payloads);
+  if (units.length < 2 * text.length) units = Buffer.allocUnsafeSlow(4 * text.length);
+  units.write(text, 0, 'utf16le');
+  const end = write(new Uint16Array(units.buffer, units.byteOffset, text.length), lengths.subarray(0, WIDTH * n), out, offset, payloadAt.subarray(0, n));
+  if (end < 0) return null;
+  for (let i = 0; i < n; i++) out.set((records[i] as OutgoingRecord).payloadBytes, payloadAt[i] as number);
+  return { out, end };
 }

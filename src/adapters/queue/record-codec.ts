@@ -1,5 +1,5 @@
 import type { AcceptedRecord, OutgoingRecord } from '../../domain/records/types.js';
-import { nativeFrames, nativeFrameWriter, type WriteFrames } from './native-frames.js';
+import { nativeFrameWriter, writeNativeFrames, type WriteFrames } from './native-frames.js';
 
 /**
  * The bytes of a queue message: the records published together, each as its metadata (JSON) and
@@ -33,12 +33,8 @@ export function encodeFrame(r: OutgoingRecord): Buffer {
 
 /** `encodeFrame` with this native frame writer, or none: the frame is written here then. */
 export function encodeFrameWith(r: OutgoingRecord, write: WriteFrames | undefined): Buffer {
-  const native = write === undefined ? null : nativeFrames([r], write);
-  if (native !== null) {
-    const out = scratchOf(native.bound);
-    const end = native.writeInto(out, 0);
-    if (end >= 0) return copyOut(out, end);
-  }
+  const native = write === undefined ? null : writeNativeFrames([r], write, (bound) => ({ out: scratchOf(bound), offset: 0 }));
+  if (native !== null) return copyOut(native.out, native.end);
   const meta = metaJson(r);
   const out = scratchOf(frameBound(meta, r));
   return copyOut(out, writeFrame(out, 0, meta, r));
@@ -90,12 +86,14 @@ export function encodeMessage(frames: readonly Buffer[], label?: MessageLabel): 
 export function encodeRecords(records: readonly OutgoingRecord[], label?: MessageLabel, write: WriteFrames | undefined = nativeFrameWriter()): Buffer {
   if (label !== undefined && Buffer.byteLength(label.id, 'utf8') > 0xffff) throw new Error('message id too long');
   const head = MESSAGE_FORMAT_BYTES + labelBytes(label);
-  const native = write === undefined ? null : nativeFrames(records, write);
-  if (native !== null) {
-    const out = scratchOf(head + native.bound);
-    const end = native.writeInto(out, writeLabel(out, label));
-    if (end >= 0) return copyOut(out, end);
-  }
+  const native =
+    write === undefined
+      ? null
+      : writeNativeFrames(records, write, (bound) => {
+          const out = scratchOf(head + bound);
+          return { out, offset: writeLabel(out, label) };
+        });
+  if (native !== null) return copyOut(native.out, native.end);
   const metas = records.map(metaJson);
   let bound = head;
   for (let i = 0; i < records.length; i++) bound += frameBound(metas[i] as string, records[i] as OutgoingRecord);
