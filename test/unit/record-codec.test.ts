@@ -112,3 +112,16 @@ void t.test('a frame\'s metadata is the text JSON.stringify writes, escapes incl
   }
   t.end();
 });
+
+void t.test('messages written one after another stay as written, across slabs and sizes', (t) => {
+  // Small messages share slabs of 256 KiB; larger ones get buffers of their own. Each must keep
+  // its bytes while later ones are written.
+  const sizes = [10, 3000, 20_000, 10, 200_000, 10];
+  const kept: { message: Buffer; records: ReturnType<typeof queued>[] }[] = [];
+  for (let i = 0; i < 600; i++) {
+    const records = [queued(rec(i, `{"i":${i},"s":"${'x'.repeat(sizes[i % sizes.length] ?? 0)}"}`))];
+    kept.push({ message: i % 2 === 0 ? encodeRecords(records) : encodeMessage(records.map(encodeFrame)), records });
+  }
+  for (const [i, { message, records }] of kept.entries()) t.same(decodeMessage(message), records.map(consumed), `message ${i} decodes to its own records`);
+  t.end();
+});
