@@ -33,11 +33,11 @@ export function encodeFrame(r: OutgoingRecord): Buffer {
 
 /** `encodeFrame` with this native frame writer, or none: the frame is written here then. */
 export function encodeFrameWith(r: OutgoingRecord, write: WriteFrames | undefined): Buffer {
-  const native = write === undefined ? null : writeNativeFrames([r], write, (bound) => ({ out: scratchOf(bound), offset: 0 }));
-  if (native !== null) return copyOut(native.out, native.end);
+  const native = write === undefined ? null : writeNativeFrames([r], write, (bound) => ({ out: roomFor(bound), offset: 0 }));
+  if (native !== null) return keep(native.out, native.end);
   const meta = metaJson(r);
-  const out = scratchOf(frameBound(meta, r));
-  return copyOut(out, writeFrame(out, 0, meta, r));
+  const out = roomFor(frameBound(meta, r));
+  return keep(out, writeFrame(out, 0, meta, r));
 }
 
 /** The id and note of a message of the second form. */
@@ -90,17 +90,17 @@ export function encodeRecords(records: readonly OutgoingRecord[], label?: Messag
     write === undefined
       ? null
       : writeNativeFrames(records, write, (bound) => {
-          const out = scratchOf(head + bound);
+          const out = roomFor(head + bound);
           return { out, offset: writeLabel(out, label) };
         });
-  if (native !== null) return copyOut(native.out, native.end);
+  if (native !== null) return keep(native.out, native.end);
   const metas = records.map(metaJson);
   let bound = head;
   for (let i = 0; i < records.length; i++) bound += frameBound(metas[i] as string, records[i] as OutgoingRecord);
-  const out = scratchOf(bound);
+  const out = roomFor(bound);
   let at = writeLabel(out, label);
   for (let i = 0; i < records.length; i++) at = writeFrame(out, at, metas[i] as string, records[i] as OutgoingRecord);
-  return copyOut(out, at);
+  return keep(out, at);
 }
 
 /**
@@ -122,8 +122,8 @@ let slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
 let slabAt = 0;
 let scratch = Buffer.allocUnsafeSlow(256 * 1024);
 
-/** Room for a message of at most `bytes` bytes, to be written from 0 and kept with `copyOut`. */
-function scratchOf(bytes: number): Buffer {
+/** Room for a message of at most `bytes` bytes, to be written from 0 and kept with `keep`. */
+function roomFor(bytes: number): Buffer {
   if (bytes <= IN_SLAB_BYTES) {
     if (slabAt + bytes > SLAB_BYTES) {
       slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
@@ -138,8 +138,8 @@ function scratchOf(bytes: number): Buffer {
   return scratch;
 }
 
-/** The message written in `from` (room `scratchOf` made), kept at its `length`. */
-function copyOut(from: Buffer, length: number): Buffer {
+/** The message written in `from` (room `roomFor` made), kept at its `length`: a view of the slab, or a copy of its own. */
+function keep(from: Buffer, length: number): Buffer {
   if (from.buffer === slab.buffer) {
     // Eight-byte steps keep the next message's start aligned.
     slabAt += (length + 7) & ~7;
