@@ -54,6 +54,11 @@ interface Held {
 interface Pending {
   readonly record: AcceptedRecord;
   readonly held: Held;
+  /**
+   * Messages delivered again with this record while it waited (a nak, an ack wait, a queue's
+   * restart): each is settled only once the record is in a stored batch, as the first one is.
+   */
+  copies?: Held[];
 }
 
 export class Accumulator {
@@ -113,17 +118,26 @@ export class Accumulator {
             redelivered.reduce((m, r) => Math.min(m, Date.parse(r.acceptedAt) || 0), Infinity),
           )
         : new Set<string>();
-    const inBuffer = new Set(this.buffer.map((p) => p.record.ingestId));
+    const waiting = new Map(this.buffer.map((p) => [p.record.ingestId, p]));
+    const settled: Delivery[] = [];
     for (const delivery of deliveries) {
       const held: Held = { delivery, remaining: 0 };
       for (const record of delivery.records) {
-        if (already.has(record.ingestId) || inBuffer.has(record.ingestId)) continue;
+        if (already.has(record.ingestId)) continue;
         held.remaining += 1;
-        inBuffer.add(record.ingestId);
-        this.buffer.push({ record, held });
+        const earlier = waiting.get(record.ingestId);
+        if (earlier !== undefined) {
+          // Acking this copy now would drop the record from the queue before its batch is stored.
+          (earlier.copies ??= []).push(held);
+          continue;
+        }
+        const pending: Pending = { record, held };
+        waiting.set(record.ingestId, pending);
+        this.buffer.push(pending);
       }
-      if (held.remaining === 0) await delivery.ack();
+      if (held.remaining === 0) settled.push(delivery);
     }
+    await this.settle(settled);
     if (this.buffer.length > 0 && this.timer === null) {
       this.openedAtMs = Date.now();
       this.armTimer(this.options.maxWaitMs);
@@ -189,24 +203,40 @@ export class Accumulator {
       this.armTimer(this.options.retryMs);
       return false;
     }
+    // Stored: whatever the acks do, these records must never be formed into a batch again.
+    this.buffer = this.buffer.slice(takes.reduce((n, t) => n + t.length, 0));
     // Before the acks, which may yield: the anchorer then need not find these in the store first.
     this.published(formed);
     const done: Delivery[] = [];
     for (const [i, f] of formed.entries()) {
       this.log.info({ batchId: f.batch.batchId, records: f.batch.treeSize, snapshots: f.snapshots.length }, 'batch formed');
       for (const p of takes[i] ?? []) {
-        p.held.remaining -= 1;
-        if (p.held.remaining === 0) done.push(p.held.delivery);
+        for (const held of p.copies === undefined ? [p.held] : [p.held, ...p.copies]) {
+          held.remaining -= 1;
+          if (held.remaining === 0) done.push(held.delivery);
+        }
       }
     }
-    await Promise.all(done.map((d) => d.ack()));
-    this.buffer = this.buffer.slice(takes.reduce((n, t) => n + t.length, 0));
+    await this.settle(done);
     if (this.buffer.length > 0 && this.timer === null) {
       // Records left over started waiting when they arrived; the next flush closes on its own size or time.
       this.openedAtMs = Date.now();
       this.armTimer(this.options.maxWaitMs);
     }
     return true;
+  }
+
+  /**
+   * Acks messages whose records are all in stored batches. An ack that fails is not the flush's
+   * failure: its message comes back, and its records are looked for in the store then, as is every
+   * record accepted before now, in case the queue hands them out again counted as first deliveries.
+   */
+  private async settle(deliveries: readonly Delivery[]): Promise<void> {
+    if (deliveries.length === 0) return;
+    const failed = (await Promise.allSettled(deliveries.map((d) => d.ack()))).filter((r) => r.status === 'rejected');
+    if (failed.length === 0) return;
+    this.seen.doubt();
+    this.log.warn({ err: failed[0]?.reason, messages: failed.length }, 'ack after batching failed; the messages will be delivered again and found batched');
   }
 
   /** Ids, hashes and counts only: the records themselves stay out of the events. */
@@ -234,7 +264,7 @@ export class Accumulator {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     // Held messages go back at once, for the next leader (or this process's next term) to batch.
-    for (const d of new Set(this.buffer.map((p) => p.held.delivery))) d.nak(0);
+    for (const d of new Set(this.buffer.flatMap((p) => [p.held, ...(p.copies ?? [])].map((h) => h.delivery)))) d.nak(0);
     this.buffer = [];
   }
 }

@@ -21,6 +21,14 @@ export class SeenBefore {
     this.#suspectBeforeMs = nowMs + SUSPECT_CLOCK_MARGIN_MS;
   }
 
+  /**
+   * Records accepted up to now may be handed out again counted as first deliveries: an ack the
+   * queue did not confirm may still have been lost by it, or a consumer's state moved meanwhile.
+   */
+  doubt(nowMs: number = Date.now()): void {
+    this.#suspectBeforeMs = Math.max(this.#suspectBeforeMs, nowMs + SUSPECT_CLOCK_MARGIN_MS);
+  }
+
   /** Whether any record of this delivery may have been handled already. Before start(): all. */
   suspect(d: Delivery): boolean {
     if (d.deliveryCount > 1) return true;

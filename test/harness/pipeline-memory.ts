@@ -53,7 +53,7 @@ export class MemoryStore implements PipelineStore {
     }
     return Promise.resolve();
   }
-  batchedIngestIds(): Promise<Set<string>> {
+  batchedIngestIds(_ingestIds: readonly string[]): Promise<Set<string>> {
     return Promise.resolve(new Set());
   }
   batchesByStatus(status: BatchStatus, limit: number): Promise<Batch[]> {

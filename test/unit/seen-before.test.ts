@@ -45,3 +45,19 @@ void t.test('a new term starts a new window', (t) => {
   t.ok(seen.suspect(d));
   t.end();
 });
+
+void t.test('a doubt moves the window forward, never back, and keeps everything suspect before start', (t) => {
+  const seen = new SeenBefore();
+  seen.doubt(START_MS);
+  t.ok(seen.suspect(delivery([START_MS + 3_600_000])), 'still before start');
+  seen.start(START_MS);
+  const later = START_MS + 60_000;
+  const d = delivery([later]);
+  t.notOk(seen.suspect(d));
+  seen.doubt(later);
+  t.ok(seen.suspect(d), 'accepted before the doubt');
+  t.notOk(seen.suspect(delivery([later + SUSPECT_CLOCK_MARGIN_MS + 1])), 'accepted past it');
+  seen.doubt(START_MS);
+  t.ok(seen.suspect(d), 'an earlier doubt does not narrow it');
+  t.end();
+});
