@@ -187,9 +187,14 @@ function lookupLine(r: AcceptedRecord, a: LeafAssignment, acceptedAt: string, ve
       ingest_id: r.ingestId,
       accepted_at: acceptedAt,
       version,
-      evidence: [r.clientId, r.operationType, r.sourceTimestamp, r.hashScheme, r.payloadHash, r.recordHash, r.salt, a.snapshotId, a.batchId, a.leafIndex, a.treeSize, a.proof],
+      evidence: evidenceOf(r, a),
     }) + '\n'
   );
+}
+
+/** A batched record's evidence, in EVIDENCE_FIELDS order. */
+function evidenceOf(r: AcceptedRecord, a: LeafAssignment): Evidence {
+  return [r.clientId, r.operationType, r.sourceTimestamp, r.hashScheme, r.payloadHash, r.recordHash, r.salt, a.snapshotId, a.batchId, a.leafIndex, a.treeSize, a.proof];
 }
 
 /** The line as JSON.stringify writes the row (`lookupRowsOf`): what the lines of `lookupLinesOf` are compared with. */
@@ -210,20 +215,7 @@ export function lookupRowsOf(records: readonly AcceptedRecord[], assignments: re
     const a = leafOf.get(r.ingestId);
     const acceptedAtMs = Date.parse(r.acceptedAt);
     if (a === undefined || Number.isNaN(acceptedAtMs)) throw new DrisError('internal_error', `record ${r.ingestId} has no leaf or an unreadable acceptedAt`);
-    const evidence: Evidence = [
-      r.clientId,
-      r.operationType,
-      r.sourceTimestamp,
-      r.hashScheme,
-      r.payloadHash,
-      r.recordHash,
-      r.salt,
-      a.snapshotId,
-      a.batchId,
-      a.leafIndex,
-      a.treeSize,
-      a.proof,
-    ];
+    const evidence = evidenceOf(r, a);
     return {
       tenant_id: r.tenantId,
       collection: r.collection,
