@@ -125,7 +125,7 @@ export interface Config {
   readonly adminMaxFailures: number;
   /** Interval at which an API process refreshes its view of the key store, milliseconds. */
   readonly keyRefreshMs: number;
-  /** Hashing pool threads (0 = hash on the event loop only). */
+  /** Hashing pool threads (0 = hash on the event loop only; on one CPU the loop hashes too: `hashThreadsFor`). */
   readonly hashThreads: number;
   /** Most hashing tasks waiting for a pool thread before answers turn to 503. */
   readonly hashMaxQueue: number;
