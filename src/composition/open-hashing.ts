@@ -30,7 +30,7 @@ export async function loadBackend(choice: Config['hashBackend'], nativeAddon: st
  * large ones in worker threads, so a 16 MiB bulk request does not hold the event loop while
  * another CPU could take it. On one CPU a worker takes the same CPU the loop would, and only adds
  * the hand-offs: inline there, a 1000-record bulk ingest of the api role costs about 12 % less CPU
- * per record and answers about a third more records per second (bench ingest, pinned).
+ * per record and answers about 14 % more records per second (bench ingest, pinned; docs/hashing.md).
  * DRIS_HASH_THREADS=0 hashes inline only.
  */
 export function hashThreadsFor(configured: number, cpus: number): number {
