@@ -208,13 +208,15 @@ export class Accumulator {
     // Before the acks, which may yield: the anchorer then need not find these in the store first.
     this.published(formed);
     const done: Delivery[] = [];
+    const release = (held: Held): void => {
+      held.remaining -= 1;
+      if (held.remaining === 0) done.push(held.delivery);
+    };
     for (const [i, f] of formed.entries()) {
       this.log.info({ batchId: f.batch.batchId, records: f.batch.treeSize, snapshots: f.snapshots.length }, 'batch formed');
       for (const p of takes[i] ?? []) {
-        for (const held of p.copies === undefined ? [p.held] : [p.held, ...p.copies]) {
-          held.remaining -= 1;
-          if (held.remaining === 0) done.push(held.delivery);
-        }
+        release(p.held);
+        if (p.copies !== undefined) for (const copy of p.copies) release(copy);
       }
     }
     await this.settle(done);

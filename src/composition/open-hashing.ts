@@ -41,9 +41,11 @@ export async function openHashing(cfg: Config, closers: Closers, log: Logger): P
   const { backend, tried } = await loadBackend(cfg.hashBackend, cfg.nativeAddon);
   for (const t of tried) log.info({ backend: t.name, err: t.error }, 'hash backend unavailable');
   log.info({ backend: backend.name, requested: cfg.hashBackend }, 'hash backend selected');
-  const threads = cfg.roles.includes('api') ? hashThreadsFor(cfg.hashThreads, availableParallelism()) : 0;
+  const api = cfg.roles.includes('api');
+  const cpus = availableParallelism();
+  const threads = api ? hashThreadsFor(cfg.hashThreads, cpus) : 0;
   if (threads === 0) {
-    if (cfg.hashThreads > 0 && cfg.roles.includes('api')) log.info({ cpus: availableParallelism() }, 'hashing inline: the process runs on one CPU');
+    if (api && cfg.hashThreads > 0) log.info({ cpus }, 'hashing inline: the process runs on one CPU');
     return { backend, tried, hasher: new InlineHasher(backend) };
   }
   const pool = new HashPool({ backend: backend.name, threads, maxQueue: cfg.hashMaxQueue, ...(cfg.nativeAddon === undefined ? {} : { nativeAddon: cfg.nativeAddon }) });

@@ -131,10 +131,7 @@ void t.test('a copy of a waiting record is acked with it, once its batch is stor
 });
 
 void t.test('stopping gives back copies that waited as well', async (t) => {
-  const store = new MemoryStore();
-  const queue = new HandQueue();
-  const acc = new Accumulator(queue, store, hashing, { consumer: 'accumulator', maxRecords: 3, maxWaitMs: 60_000, retryMs: 50 }, quiet);
-  acc.start();
+  const { queue, acc } = accumulating(t, new MemoryStore(), 60_000);
   const first = message(1, [record(1, 0)]);
   const copy = message(1, [record(1, 0)], () => false, 2);
   await queue.deliver([first.delivery]);
