@@ -1,11 +1,13 @@
 import type { LeafAssignment } from '../../domain/pipeline/types.js';
 import type { AcceptedRecord } from '../../domain/records/types.js';
 import { DrisError } from '../../errors/dris-error.js';
+import { storedProofPart, type BatchTops } from './batch-tops.js';
 import type { ClickHouseDatabase } from './database.js';
 import type { EnvelopeRow, RecordRow } from './record-rows.js';
 import { EVIDENCE_FIELDS, LEAF_COLUMNS } from './schema.js';
 import type { SqlParams } from './sql-runner.js';
 import { dateTime64Text, type Int64Out } from './values.js';
+import { pointReadSettings } from './point-read.js';
 
 /**
  * record_evidence: every record by (tenant, collection, recordId), with its leaf, in one row. The
@@ -15,7 +17,8 @@ import { dateTime64Text, type Int64Out } from './values.js';
  *
  * Besides its key, a row holds its evidence packed in one JSON array (EVIDENCE_FIELDS in schema.ts):
  * a look-up reads every field of a few rows, and one column to decompress and parse per granule
- * costs about a third less than the dozen record_lookup had.
+ * costs about a third less than the dozen record_lookup had. Of a batched record's audit path the
+ * row keeps the lower levels only; readLookup completes it (batch-tops.ts).
  */
 
 /** What verifying a record needs of it, as columns of records named (the payload stays on disk). */
@@ -110,11 +113,12 @@ interface LeafRow {
  * Look-up rows matching `where` (see `lookupRecords`): the highest version of each record, oldest
  * acceptance first. A row without a leaf takes it from record_leaves when that has one, so
  * records batched before record_lookup existed, but indexed after its back-fill, still read with
- * their leaf. That costs a second query only when some row has no leaf.
+ * their leaf. That costs a second query only when some row has no leaf. A path kept in part (see
+ * batch-tops.ts) comes back whole.
  */
-export async function readLookup(db: ClickHouseDatabase, where: string, params: SqlParams, limit?: string): Promise<LookupRow[]> {
+export async function readLookup(db: ClickHouseDatabase, tops: BatchTops, where: string, params: SqlParams, limit?: string): Promise<LookupRow[]> {
   const runner = db.runner;
-  const rows = newestOfEach((await runner.query<PackedRow>(lookupRecordsSql(db.name, where, limit, runner.pointReadSettings), params)).map(unpack));
+  const rows = await tops.complete(newestOfEach((await runner.query<PackedRow>(lookupRecordsSql(db.name, where, limit, runner.pointReadSettings), params)).map(unpack)));
   const leafless = rows.filter((r) => r.batch_id === null);
   if (leafless.length === 0) return rows;
   const leaves = await runner.query<LeafRow>(leavesByKeySql(db.name), {
@@ -194,7 +198,7 @@ function lookupLine(r: AcceptedRecord, a: LeafAssignment, acceptedAt: string, ve
 
 /** A batched record's evidence, in EVIDENCE_FIELDS order. */
 function evidenceOf(r: AcceptedRecord, a: LeafAssignment): Evidence {
-  return [r.clientId, r.operationType, r.sourceTimestamp, r.hashScheme, r.payloadHash, r.recordHash, r.salt, a.snapshotId, a.batchId, a.leafIndex, a.treeSize, a.proof];
+  return [r.clientId, r.operationType, r.sourceTimestamp, r.hashScheme, r.payloadHash, r.recordHash, r.salt, a.snapshotId, a.batchId, a.leafIndex, a.treeSize, storedProofPart(a.proof, a.leafIndex, a.treeSize)];
 }
 
 /** The line as JSON.stringify writes the row (`lookupRowsOf`): what the lines of `lookupLinesOf` are compared with. */
@@ -251,18 +255,6 @@ FROM ${db}.record_evidence
 WHERE ${where}${collapse}
 SETTINGS ${pointReadSettings(engineSettings)}`;
 }
-
-/** SETTINGS of a read of a few granules by key, with the engine's own (`SqlRunner.pointReadSettings`). */
-export function pointReadSettings(engineSettings: string | undefined): string {
-  return engineSettings === undefined ? POINT_READ_SETTINGS : `${POINT_READ_SETTINGS}, ${engineSettings}`;
-}
-
-/**
- * A read of a few granules: one thread (more only add hand-offs) and no PREWHERE pass (the key
- * already chose granules that hold a match, so reading the key columns first filters nothing).
- * Together about a third less CPU per look-up.
- */
-const POINT_READ_SETTINGS = 'max_threads = 1, optimize_move_to_prewhere = 0';
 
 /**
  * Leaves of records by key, for look-up rows that have none: a record batched by a version that

@@ -1,8 +1,10 @@
 import { HASH_SCHEME, type OperationType } from '../../domain/records/types.js';
 import type { BatchAnchor, EvidenceIndex, RecordLookup, StoredRecord } from '../../domain/verification/ports.js';
 import { DrisError } from '../../errors/dris-error.js';
+import { BatchTops } from './batch-tops.js';
 import type { ClickHouseDatabase } from './database.js';
-import { pointReadSettings, proofInEvidence, readLookup, type EvidenceRow } from './evidence-rows.js';
+import { proofInEvidence, readLookup, type EvidenceRow } from './evidence-rows.js';
+import { pointReadSettings } from './point-read.js';
 import { LookupBatcher } from './lookup-batcher.js';
 import { BATCH_ANCHOR_COLUMNS, toBatchAnchor, type BatchAnchorRow } from './pipeline-rows.js';
 import { recordsWithLeaves } from './record-sql.js';
@@ -21,6 +23,8 @@ export interface EvidenceStoreOptions {
   readonly lookupParallel?: number;
   /** How long a look-up waits for others under load, milliseconds (LookupBatcherOptions.gatherMs). Default 1. */
   readonly lookupGatherMs?: number;
+  /** The upper levels of batch trees, which complete stored paths (batch-tops.ts). Default: this store's own. */
+  readonly tops?: BatchTops;
 }
 
 /** Read with the record's leaf (`recordsWithLeaves`), which adds snapshot_id … merkle_proof. */
@@ -31,9 +35,11 @@ export class ClickHouseEvidenceStore implements EvidenceIndex {
   readonly #db: ClickHouseDatabase;
   readonly #lookups: LookupBatcher<RecordLookup, StoredRecord[]>;
   readonly #batches: LookupBatcher<string, BatchAnchor | null>;
+  readonly #tops: BatchTops;
 
   constructor(db: ClickHouseDatabase, options: EvidenceStoreOptions = {}) {
     this.#db = db;
+    this.#tops = options.tops ?? new BatchTops(db);
     const maxBatch = options.lookupBatch ?? 256;
     const batching = { maxBatch, maxPending: maxBatch * 64, parallel: options.lookupParallel ?? db.runner.parallelQueries, gatherMs: options.lookupGatherMs ?? 1 };
     this.#lookups = new LookupBatcher<RecordLookup, StoredRecord[]>(batching, (keys) => this.#findMany(keys));
@@ -61,6 +67,7 @@ export class ClickHouseEvidenceStore implements EvidenceIndex {
     const one = tenants.length === 1 && collections.length === 1;
     const rows = await readLookup(
       this.#db,
+      this.#tops,
       one
         ? 'tenant_id = {tenant:String} AND collection = {collection:String} AND record_id IN {ids:Array(String)}'
         : 'tenant_id IN {tenants:Array(String)} AND collection IN {collections:Array(String)} AND record_id IN {ids:Array(String)}',
@@ -115,6 +122,7 @@ export class ClickHouseEvidenceStore implements EvidenceIndex {
     if (lacking.length === 0) return rows;
     const evidence = await readLookup(
       this.#db,
+      this.#tops,
       'tenant_id = {tenant:String} AND collection IN {collections:Array(String)} AND record_id IN {ids:Array(String)}',
       { tenant: tenantId, collections: [...new Set(lacking.map((r) => r.collection))], ids: [...new Set(lacking.map((r) => r.record_id))] },
     );

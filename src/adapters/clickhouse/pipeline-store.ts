@@ -4,6 +4,7 @@ import type { PipelineStore, RecordTrace, SnapshotQuery } from '../../domain/pip
 import type { Batch, BatchRef, BatchStatus, LifecycleEntry, ListedSnapshot, Snapshot } from '../../domain/pipeline/types.js';
 import type { ClickHouseDatabase } from './database.js';
 import { encodeInSlices, ENCODE_SLICE_ROWS } from './encode-in-slices.js';
+import { BatchTops } from './batch-tops.js';
 import { lookupLinesOf, LOOKUP_LINES_SETTINGS, readLookup } from './evidence-rows.js';
 import {
   BATCH_COLUMNS,
@@ -57,9 +58,12 @@ export class ClickHousePipelineStore implements PipelineStore {
   /** The leadership epoch of every write; null: the highest stored. */
   readonly #epoch: number | null;
   readonly #listing: SnapshotListing;
+  readonly #tops: BatchTops;
 
-  constructor(database: ClickHouseDatabase, epoch: number | null = null) {
+  /** `tops`: the upper levels of batch trees, shared with the evidence store (see batch-tops.ts). */
+  constructor(database: ClickHouseDatabase, epoch: number | null = null, tops: BatchTops = new BatchTops(database)) {
     this.#database = database;
+    this.#tops = tops;
     this.#db = database.name;
     this.#runner = database.runner;
     if (epoch !== null && (!Number.isSafeInteger(epoch) || epoch < 0)) throw new DrisError('internal_error', 'a leadership epoch is a non-negative integer');
@@ -68,7 +72,7 @@ export class ClickHousePipelineStore implements PipelineStore {
   }
 
   fenced(epoch: number): ClickHousePipelineStore {
-    return new ClickHousePipelineStore(this.#database, epoch);
+    return new ClickHousePipelineStore(this.#database, epoch, this.#tops);
   }
 
   async highestEpoch(): Promise<number> {
@@ -356,7 +360,7 @@ export class ClickHousePipelineStore implements PipelineStore {
     const c = new Conditions(['tenant_id = {tenantId:String}', 'collection = {collection:String}', 'record_id = {recordId:String}'], { tenantId, collection: q.collection, recordId: q.recordId })
       .add('database = {database:String}', 'database', q.database)
       .add('record_version = {recordVersion:String}', 'recordVersion', q.recordVersion);
-    const rows = await readLookup(this.#database, c.text(), c.params, '1000');
+    const rows = await readLookup(this.#database, this.#tops, c.text(), c.params, '1000');
     if (rows.length === 0) return [];
     // When each was indexed, from its record row, read by the records table's key. A record whose
     // leaf is stored but whose row the indexer has not written yet is not listed.

@@ -1,7 +1,7 @@
 import { DrisError } from '../../errors/dris-error.js';
 import type { SnapshotQuery } from '../../domain/pipeline/ports.js';
 import type { ListedSnapshot } from '../../domain/pipeline/types.js';
-import { pointReadSettings } from './evidence-rows.js';
+import { pointReadSettings } from './point-read.js';
 import { LISTED_SNAPSHOT_COLUMNS, toListedSnapshot, type ListedSnapshotRow } from './pipeline-rows.js';
 import { MAX_PAGE_LIMIT } from './schema.js';
 import type { SqlRunner } from './sql-runner.js';

@@ -1,6 +1,7 @@
 import type { Logger } from '../../util/logger.js';
 import { ClickHouseAuditLog, type AuditWriteStats } from './audit-store.js';
 import { ClickHouseDatabase, type ClickHouseDatabaseOptions } from './database.js';
+import { BatchTops } from './batch-tops.js';
 import { ClickHouseEvidenceStore } from './evidence-store.js';
 import type { GroupCommitOptions } from './group-commit.js';
 import { ClickHouseVerificationHistory } from './history-store.js';
@@ -50,8 +51,10 @@ export class ClickHouseStorage {
     });
     this.keys = new ClickHouseKeyStore(this.database);
     this.audit = new ClickHouseAuditLog(this.database, { ...withLogger, ...(options.auditWrites === undefined ? {} : { writes: options.auditWrites }) });
-    this.pipeline = new ClickHousePipelineStore(this.database);
-    this.evidence = new ClickHouseEvidenceStore(this.database);
+    // One cache of batch trees' upper levels for both readers of record_evidence.
+    const tops = new BatchTops(this.database);
+    this.pipeline = new ClickHousePipelineStore(this.database, null, tops);
+    this.evidence = new ClickHouseEvidenceStore(this.database, { tops });
     this.history = new ClickHouseVerificationHistory(this.database);
     this.policies = new ClickHouseRetrievalPolicies(this.database);
   }

@@ -1,0 +1,157 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { BatchTops, STORED_PROOF_LEVELS } from '../../src/adapters/clickhouse/batch-tops.js';
+import { ChdbSqlRunner } from '../../src/adapters/clickhouse/chdb-runner.js';
+import { ClickHouseEvidenceStore } from '../../src/adapters/clickhouse/evidence-store.js';
+import { LOOKUP_LINES_SETTINGS, lookupLinesOf, lookupRowsOf } from '../../src/adapters/clickhouse/evidence-rows.js';
+import { openClickHouseStorage } from '../../src/adapters/clickhouse/open-storage.js';
+import { JsHashingBackend } from '../../src/adapters/hashing/js-backend.js';
+import { formBatch, type FormedBatch } from '../../src/domain/pipeline/batch-formation.js';
+import type { AcceptedRecord } from '../../src/domain/records/types.js';
+import { setLogLevel } from '../../src/util/logger.js';
+
+/**
+ * A batched record's audit path on the embedded engine: its record_evidence row keeps the lower
+ * levels, and every reader (verification's look-ups by key and by hash, the trace) answers the
+ * whole path, derived from the batch's leaves. Rows written whole by earlier versions read as
+ * they are; a row of a batch whose batch row never came reads as in no batch.
+ */
+
+setLogLevel('silent');
+
+const root = mkdtempSync(join(tmpdir(), 'dris-evidence-paths-'));
+const path = join(root, 'clickhouse');
+t.teardown(() => rmSync(root, { recursive: true, force: true }));
+
+const hashing = new JsHashingBackend();
+const BASE_MS = Date.parse('2025-09-01T08:00:00.000Z');
+let seq = 0;
+
+function record(tenantId: string): AcceptedRecord {
+  seq += 1;
+  const payload = JSON.stringify({ n: seq });
+  return {
+    hashScheme: 'dris-v1',
+    tenantId,
+    database: 'erp',
+    collection: 'invoices',
+    recordId: `inv-${seq}`,
+    recordVersion: '1',
+    operationType: 'upsert',
+    sourceTimestamp: null,
+    payloadHash: hashing.sha256Hex(Buffer.from(payload)),
+    salt: String(seq).padStart(32, '0'),
+    ingestId: `0000${String(BASE_MS + seq).padStart(14, '0')}${String(seq).padStart(8, '0')}`,
+    clientId: 'app',
+    keyId: 'key',
+    recordHash: hashing.sha256Hex(Buffer.from(`record ${seq}`)),
+    acceptedAt: new Date(BASE_MS + seq).toISOString(),
+    payload,
+    idempotencyKey: null,
+    correlationId: `corr-${seq}`,
+  };
+}
+
+const { storage: index } = await openClickHouseStorage({ engine: { kind: 'embedded', path } });
+await index.database.migrate();
+const raw = new ChdbSqlRunner(path, 30_000);
+t.teardown(async () => {
+  await raw.close();
+  await index.close();
+});
+
+/** The path hashes each record's row holds, by ingest id. */
+async function storedPaths(tenantId: string): Promise<Map<string, number>> {
+  const rows = await raw.query<{ ingest_id: string; n: number | string }>(
+    `SELECT ingest_id, length(JSONExtract(evidence, 12, 'Array(String)')) AS n FROM dris.record_evidence WHERE tenant_id = '${tenantId}' AND JSONExtract(evidence, 9, 'Nullable(String)') IS NOT NULL`,
+  );
+  return new Map(rows.map((r) => [r.ingest_id, Number(r.n)]));
+}
+
+function proofOf(formed: FormedBatch, r: AcceptedRecord): readonly string[] | undefined {
+  return formed.assignments.find((a) => a.ingestId === r.ingestId)?.proof;
+}
+
+void t.test('a batch of 300: rows keep at most the lower levels; look-ups, by hash and the trace answer the whole path', async (t) => {
+  const records = Array.from({ length: 300 }, () => record('t-paths'));
+  await index.records.insertRecords(records);
+  const formed = formBatch(records, hashing, BASE_MS + 60_000);
+  await index.pipeline.saveFormedBatches([formed]);
+
+  const stored = await storedPaths('t-paths');
+  t.equal(stored.size, 300);
+  t.ok([...stored.values()].every((n) => n <= STORED_PROOF_LEVELS), 'no row holds more than the lower levels');
+
+  const evidence = new ClickHouseEvidenceStore(index.database);
+  const found = await Promise.all(records.map((r) => evidence.findRecord({ tenantId: 't-paths', collection: 'invoices', recordId: r.recordId })));
+  let whole = 0;
+  let verified = 0;
+  const root = Buffer.from(formed.batch.merkleRoot, 'hex');
+  found.forEach((f, i) => {
+    const r = records[i] as AcceptedRecord;
+    const s = f[0];
+    if (s !== undefined && s.merkleProof.join() === proofOf(formed, r)?.join() && s.merkleProof.length > STORED_PROOF_LEVELS) whole++;
+    if (s !== undefined && s.leafIndex !== null && hashing.verifyInclusion(hashing.leafHash(Buffer.from(r.recordHash, 'hex')), s.leafIndex, 300, s.merkleProof.map((h) => Buffer.from(h, 'hex')), root)) verified++;
+  });
+  t.equal(whole, 300, 'every look-up answers the whole path');
+  t.equal(verified, 300, 'and it verifies against the batch root');
+
+  const one = records[123] as AcceptedRecord;
+  const byHash = await index.evidence.findByHash('t-paths', 'recordHash', one.recordHash, 10);
+  t.same(byHash.map((r) => r.merkleProof), [proofOf(formed, one)], 'a look-up by hash answers it too');
+  const trace = await index.pipeline.traceRecord('t-paths', { collection: 'invoices', recordId: one.recordId });
+  t.same(trace.map((x) => x.merkleProof), [proofOf(formed, one)], 'and the trace');
+});
+
+void t.test('a row written whole (an earlier version) reads as it is', async (t) => {
+  const records = Array.from({ length: 40 }, () => record('t-whole'));
+  const formed = formBatch(records, hashing, BASE_MS + 70_000);
+  await index.pipeline.saveFormedBatches([formed]);
+  // Rewritten as earlier versions wrote it: the whole path in the row, at a higher version.
+  const target = records[7] as AcceptedRecord;
+  const [row] = lookupRowsOf([target], formed.assignments, Number(BigInt(Date.now()) * 1000n), false) as { evidence: unknown[] }[];
+  const proof = proofOf(formed, target) ?? [];
+  await raw.insertJsonEachRow('dris.record_evidence', [{ ...row, evidence: JSON.stringify([...(row?.evidence ?? []).slice(0, -1), proof]) }]);
+  const fresh = new ClickHouseEvidenceStore(index.database);
+  const found = await fresh.findRecord({ tenantId: 't-whole', collection: 'invoices', recordId: target.recordId });
+  t.same(found.at(-1)?.merkleProof, proof);
+  t.equal(found.at(-1)?.merkleProof.length, 6, 'a 40-leaf tree: six hashes, all from the row');
+});
+
+void t.test('a batch whose batch row never came: its records read as in no batch; once it comes, with their whole path', async (t) => {
+  const records = Array.from({ length: 50 }, () => record('t-cut'));
+  await index.records.insertRecords(records);
+  const formed = formBatch(records, hashing, BASE_MS + 80_000);
+  // The write cut short before its commit: the evidence rows, as the batch write makes them, without the batch row.
+  await raw.insertJsonLines('dris.record_evidence', lookupLinesOf(records, formed.assignments, Number(BigInt(Date.now()) * 1000n)), LOOKUP_LINES_SETTINGS);
+  const tops = new BatchTops(index.database);
+  const evidence = new ClickHouseEvidenceStore(index.database, { tops });
+  const target = records[31] as AcceptedRecord;
+  const before = await evidence.findRecord({ tenantId: 't-cut', collection: 'invoices', recordId: target.recordId });
+  t.same(
+    before.map((r) => [r.batchId, r.leafIndex, r.treeSize, r.merkleProof.length]),
+    [[null, null, null, 0]],
+    'in no batch',
+  );
+  t.equal(tops.bytes, 0, 'nothing kept of a batch not found');
+  await index.pipeline.putBatch(formed.batch);
+  const after = await evidence.findRecord({ tenantId: 't-cut', collection: 'invoices', recordId: target.recordId });
+  t.same(after[0]?.merkleProof, proofOf(formed, target));
+  t.ok(tops.bytes > 0, 'the upper levels are kept once read');
+});
+
+void t.test('a cache smaller than one batch keeps nothing and still completes every path', async (t) => {
+  const records = Array.from({ length: 100 }, () => record('t-small'));
+  const formed = formBatch(records, hashing, BASE_MS + 90_000);
+  await index.pipeline.saveFormedBatches([formed]);
+  const tops = new BatchTops(index.database, { maxBytes: 64 });
+  const evidence = new ClickHouseEvidenceStore(index.database, { tops });
+  const found = await Promise.all(records.slice(0, 20).map((r) => evidence.findRecord({ tenantId: 't-small', collection: 'invoices', recordId: r.recordId })));
+  t.same(
+    found.map((f) => f[0]?.merkleProof),
+    records.slice(0, 20).map((r) => proofOf(formed, r)),
+  );
+  t.equal(tops.bytes, 0);
+});
