@@ -15,8 +15,8 @@ import { setLogLevel } from '../../src/util/logger.js';
 /**
  * A batched record's audit path on the embedded engine: its record_evidence row keeps the lower
  * levels, and every reader (verification's look-ups by key and by hash, the trace) answers the
- * whole path, derived from the batch's leaves. Rows written whole by earlier versions read as
- * they are; a row of a batch whose batch row never came reads as in no batch.
+ * whole path, derived from the batch's block roots. Rows written whole by earlier versions read as
+ * they are; a row of a batch write cut short before its block roots reads as in no batch.
  */
 
 setLogLevel('silent');
@@ -83,6 +83,8 @@ void t.test('a batch of 300: rows keep at most the lower levels; look-ups, by ha
   const stored = await storedPaths('t-paths');
   t.equal(stored.size, 300);
   t.ok([...stored.values()].every((n) => n <= STORED_PROOF_LEVELS), 'no row holds more than the lower levels');
+  const blocks = await raw.query<{ n: number | string; roots: number | string }>(`SELECT count() AS n, any(length(block_roots)) AS roots FROM dris.batch_blocks WHERE batch_id = '${formed.batch.batchId}'`);
+  t.same(blocks.map((b) => [Number(b.n), Number(b.roots)]), [[1, 19 * 64]], 'and the batch has one row of its 19 block roots');
 
   const evidence = new ClickHouseEvidenceStore(index.database);
   const found = await Promise.all(records.map((r) => evidence.findRecord({ tenantId: 't-paths', collection: 'invoices', recordId: r.recordId })));
@@ -120,11 +122,11 @@ void t.test('a row written whole (an earlier version) reads as it is', async (t)
   t.equal(found.at(-1)?.merkleProof.length, 6, 'a 40-leaf tree: six hashes, all from the row');
 });
 
-void t.test('a batch whose batch row never came: its records read as in no batch; once it comes, with their whole path', async (t) => {
+void t.test('a batch write cut short after its evidence rows: its records read as in no batch; formed again and stored, with their whole path', async (t) => {
   const records = Array.from({ length: 50 }, () => record('t-cut'));
   await index.records.insertRecords(records);
   const formed = formBatch(records, hashing, BASE_MS + 80_000);
-  // The write cut short before its commit: the evidence rows, as the batch write makes them, without the batch row.
+  // The write cut short: the evidence rows, as the batch write makes them, without the block roots and the batch row.
   await raw.insertJsonLines('dris.record_evidence', lookupLinesOf(records, formed.assignments, Number(BigInt(Date.now()) * 1000n)), LOOKUP_LINES_SETTINGS);
   const tops = new BatchTops(index.database);
   const evidence = new ClickHouseEvidenceStore(index.database, { tops });
@@ -136,7 +138,8 @@ void t.test('a batch whose batch row never came: its records read as in no batch
     'in no batch',
   );
   t.equal(tops.bytes, 0, 'nothing kept of a batch not found');
-  await index.pipeline.putBatch(formed.batch);
+  // The accumulator forms the same records into the same batch again, and stores it whole.
+  await index.pipeline.saveFormedBatches([formBatch(records, hashing, BASE_MS + 80_000)]);
   const after = await evidence.findRecord({ tenantId: 't-cut', collection: 'invoices', recordId: target.recordId });
   t.same(after[0]?.merkleProof, proofOf(formed, target));
   t.ok(tops.bytes > 0, 'the upper levels are kept once read');

@@ -1,10 +1,10 @@
 import t from 'tap';
-import { partial, STORED_PROOF_LEVELS, storedProofPart, upperLevelsOf, upperPath } from '../../src/adapters/clickhouse/batch-tops.js';
+import { blockRowOf, partial, STORED_PROOF_LEVELS, storedProofPart, upperLevelsOf, upperPath } from '../../src/adapters/clickhouse/batch-tops.js';
 import { JsHashingBackend } from '../../src/adapters/hashing/js-backend.js';
 
 /**
  * A batched record's path kept in two parts: the lower levels in its row, the rest derived from its
- * batch's leaves. Joined, they must be the RFC 9162 path of every leaf of trees of every shape.
+ * batch's block roots. Joined, they must be the RFC 9162 path of every leaf of trees of every shape.
  */
 
 const hashing = new JsHashingBackend();
@@ -18,13 +18,15 @@ void t.test('stored part then upper path: the whole audit path of each leaf, and
     const leaves = leavesOf(n);
     const raw = leaves.map((l) => Buffer.from(l, 'hex'));
     const all = hashing.allProofs(raw);
-    const top = upperLevelsOf(leaves);
+    const row = blockRowOf('b', leaves);
+    t.equal(row === null, n <= 1 << STORED_PROOF_LEVELS, `${n} leaves: a block row only past one block`);
+    const top = row === null ? null : upperLevelsOf(row);
     let wrong = 0;
     let unverified = 0;
     for (let i = 0; i < n; i++) {
       const whole = Array.from({ length: (all.offsets[i + 1] ?? 0) - (all.offsets[i] ?? 0) }, (_, k) => hex(all.hashes.subarray(((all.offsets[i] ?? 0) + k) * 32, ((all.offsets[i] ?? 0) + k + 1) * 32)));
       const stored = storedProofPart(whole, i, n);
-      const joined = n > 1 << STORED_PROOF_LEVELS ? [...stored, ...upperPath(top, i)] : [...stored];
+      const joined = top === null ? [...stored] : [...stored, ...upperPath(top, i)];
       if (joined.join() !== whole.join()) wrong++;
       const proof = joined.map((h) => Buffer.from(h, 'hex'));
       if (!hashing.verifyInclusion(hashing.leafHash(raw[i] as Uint8Array), i, n, proof, all.root)) unverified++;
@@ -55,5 +57,12 @@ void t.test('which rows are completed', (t) => {
   t.equal(partial(row({ tree_size: 16 })), false, 'a tree of at most a block keeps its whole path');
   t.equal(partial(row({ batch_id: null, leaf_index: null, tree_size: null, merkle_proof: [] })), false, 'a record in no batch');
   t.equal(partial(row({ merkle_proof: ['1', '2'] })), false, 'a path of neither length: read as it is (and fails its check)');
+  t.end();
+});
+
+void t.test('a block row: the roots of the 16-leaf blocks, the last one short', (t) => {
+  const row = blockRowOf('b_1', leavesOf(1000));
+  t.equal(row?.tree_size, 1000);
+  t.equal(row?.block_roots.length, 63 * 64, '1000 leaves: 62 full blocks and one of 8');
   t.end();
 });

@@ -7,13 +7,15 @@ import { pointReadSettings } from './point-read.js';
  * A batched record's audit path is stored in two parts. Its record_evidence row keeps the hashes
  * of the tree's lowest STORED_PROOF_LEVELS levels, the ones only its neighbours share; the rest,
  * the subtree roots the leaf's 2^STORED_PROOF_LEVELS-leaf block meets on its way up, are derived
- * from the batch's leaves (its batches row), whose upper levels are kept here, a few KiB a batch.
+ * from the roots of the batch's 16-leaf blocks, stored once per batch (batch_blocks, written with
+ * its evidence rows), whose tree is kept here, a few KiB a batch.
  *
  * Why: written whole as hex, ten hashes for a 1000-leaf tree, the path was two thirds of every
  * record_evidence row (665 of 954 bytes), inserted, merged and read back at every look-up; the
- * upper six of them are the same for thousands of records. Kept whole instead, the trees would
- * cost 64 bytes of memory per record (640 MiB at ten million), or a leaves read and a tree
- * build (a few ms) per look-up past a smaller cache; the upper levels alone cost about 4 bytes.
+ * upper six of them are the same for thousands of records. Derived from the batch's leaves
+ * instead, each read of a batch's leaves from its `batches` row cost tens of milliseconds of the
+ * engine (granules of megabytes), and whole trees kept in memory 64 bytes per record; the block
+ * roots are 4 KiB of a batch, read in about a millisecond, and their tree takes 4 bytes per record.
  *
  * A row whose stored path is shorter than its tree's is completed here; a row written whole (by
  * an earlier version, or of a tree of at most 2^STORED_PROOF_LEVELS leaves) is read as it is.
@@ -69,14 +71,30 @@ const digest: DigestPrimitive = {
   },
 };
 
-/** The upper levels of the tree of these leaves (recordHashes, hex, in leaf order). */
-export function upperLevelsOf(leaves: readonly string[]): UpperLevels {
+/** A batch_blocks row: the roots of a batch's 16-leaf blocks, hex; null for a tree of at most one block. */
+export interface BlockRow {
+  readonly batch_id: string;
+  readonly tree_size: number;
+  readonly block_roots: string;
+}
+
+/** The batch_blocks row of a batch of these leaves (recordHashes, hex, in leaf order), null when its paths are kept whole. */
+export function blockRowOf(batchId: string, leaves: readonly string[]): BlockRow | null {
+  if (leaves.length <= 1 << STORED_PROOF_LEVELS) return null;
   const tree = new MerkleHasher(digest).tree(leaves.map((l) => Buffer.from(l, 'hex')));
-  const sizes = tree.levelSizes.slice(STORED_PROOF_LEVELS);
-  const base = tree.levelOffsets[STORED_PROOF_LEVELS] ?? 0;
-  const offsets = tree.levelOffsets.slice(STORED_PROOF_LEVELS).map((o) => o - base);
-  const nodes = Buffer.from(tree.nodes.subarray(base * HASH_LEN));
-  return { treeSize: leaves.length, nodes, offsets, sizes };
+  const from = (tree.levelOffsets[STORED_PROOF_LEVELS] ?? 0) * HASH_LEN;
+  const count = tree.levelSizes[STORED_PROOF_LEVELS] ?? 0;
+  return { batch_id: batchId, tree_size: leaves.length, block_roots: Buffer.from(tree.nodes.buffer, tree.nodes.byteOffset + from, count * HASH_LEN).toString('hex') };
+}
+
+/** The upper levels of a batch's tree, from its block roots (as batch_blocks holds them). */
+export function upperLevelsOf(row: BlockRow): UpperLevels {
+  const roots = Buffer.from(row.block_roots, 'hex');
+  const tree = new MerkleHasher(digest).treeOfLeafHashes(roots, roots.length / HASH_LEN);
+  // Its own memory, not a slice of a shared pool slab that a kept entry would hold on to.
+  const nodes = Buffer.allocUnsafeSlow(tree.nodes.length);
+  nodes.set(tree.nodes);
+  return { treeSize: Number(row.tree_size), nodes, offsets: tree.levelOffsets, sizes: tree.levelSizes };
 }
 
 /** The hashes of a leaf's path from STORED_PROOF_LEVELS up. */
@@ -204,15 +222,15 @@ export class BatchTops {
   }
 
   async #read(ids: readonly string[]): Promise<Map<string, UpperLevels>> {
-    // Every version of a batch row carries its leaves (a batch id names one content); the newest
-    // with any is read. A batch without a row yet is left out: never kept, asked again next time.
-    const rows = await this.#db.runner.query<{ batch_id: string; leaves: string[] }>(
-      `SELECT batch_id, leaves FROM ${this.#db.table('batches')} WHERE batch_id IN {ids:Array(String)} AND notEmpty(leaves)
-       ORDER BY batch_id, version DESC LIMIT 1 BY batch_id
+    // A batch formed again has the same id and blocks, so any copy will do. A batch without a row
+    // (a write cut short before it) is left out: never kept, asked again next time.
+    const rows = await this.#db.runner.query<BlockRow>(
+      `SELECT batch_id, tree_size, block_roots FROM ${this.#db.table('batch_blocks')} WHERE batch_id IN {ids:Array(String)}
+       LIMIT 1 BY batch_id
        SETTINGS ${pointReadSettings(this.#db.runner.pointReadSettings)}`,
       { ids },
     );
-    return new Map(rows.map((r) => [r.batch_id, upperLevelsOf(r.leaves)]));
+    return new Map(rows.map((r) => [r.batch_id, upperLevelsOf(r)]));
   }
 
   #keep(id: string, top: UpperLevels): void {

@@ -4,7 +4,7 @@ import type { PipelineStore, RecordTrace, SnapshotQuery } from '../../domain/pip
 import type { Batch, BatchRef, BatchStatus, LifecycleEntry, ListedSnapshot, Snapshot } from '../../domain/pipeline/types.js';
 import type { ClickHouseDatabase } from './database.js';
 import { encodeInSlices, ENCODE_SLICE_ROWS } from './encode-in-slices.js';
-import { BatchTops } from './batch-tops.js';
+import { BatchTops, blockRowOf } from './batch-tops.js';
 import { lookupLinesOf, LOOKUP_LINES_SETTINGS, readLookup } from './evidence-rows.js';
 import {
   BATCH_COLUMNS,
@@ -175,9 +175,12 @@ export class ClickHousePipelineStore implements PipelineStore {
     // One insert per table for all the batches; the batch rows, written last, are the commit marker.
     const evidenceParts: Buffer[] = [];
     for (const f of formed) evidenceParts.push(await encodeInSlices(f.records, ENCODE_SLICE_ROWS, (records) => lookupLinesOf(records, f.assignments, version)));
+    // The block roots from which readers complete the paths record_evidence keeps in part.
+    const blocks = formed.flatMap((f) => blockRowOf(f.batch.batchId, f.batch.leaves) ?? []);
     await Promise.all([
       this.#runner.insertJsonEachRow(`${this.#db}.record_leaves`, leaves),
       this.#runner.insertJsonLines(`${this.#db}.record_evidence`, Buffer.concat(evidenceParts), LOOKUP_LINES_SETTINGS),
+      ...(blocks.length === 0 ? [] : [this.#runner.insertJsonEachRow(`${this.#db}.batch_blocks`, blocks)]),
       this.#runner.insertJsonEachRow(`${this.#db}.snapshots`, formed.flatMap((f) => f.snapshots.map((s) => this.#snapshotRow(s, epoch)))),
       this.#runner.insertJsonEachRow(`${this.#db}.snapshot_lifecycle`, this.#lifecycleRows(formed.flatMap((f) => f.lifecycle), epoch)),
     ]);

@@ -31,6 +31,7 @@ export type TableName =
   | 'verifications'
   | 'retrieval_policies'
   | 'batches'
+  | 'batch_blocks'
   | 'snapshots'
   | 'snapshot_lifecycle'
   | 'schema_migrations';

@@ -1,5 +1,6 @@
 import { apiKeysMigrations } from './api-keys.js';
 import { auditEventsMigrations } from './audit-events.js';
+import { batchBlocksMigrations } from './batch-blocks.js';
 import { createTable, type Migration } from './migration.js';
 import { pipelineMigrations } from './pipeline.js';
 import { recordEvidenceMigrations } from './record-evidence.js';
@@ -45,6 +46,7 @@ export function migrations(db: string): readonly Migration[] {
     ...recordLeavesMigrations(db),
     ...recordLookupMigrations(db),
     ...recordEvidenceMigrations(db),
+    ...batchBlocksMigrations(db),
   ].sort((a, b) => a.version - b.version);
 }
 
