@@ -19,5 +19,9 @@ export function openStorage(cfg: Config, logger?: Logger, onQuery?: QueryTimer):
   }
   // The audit trail and the verification history reach the embedded engine through a journal
   // in the same data directory (see AppendJournal).
-  return openClickHouseStorage({ engine: { kind: 'embedded', path: path.join(cfg.dataDir, 'clickhouse') }, journalDir: path.join(cfg.dataDir, 'index-journal'), ...log });
+  return openClickHouseStorage({
+    engine: { kind: 'embedded', path: path.join(cfg.dataDir, 'clickhouse'), compactIdleMs: cfg.indexCompactIdleMs },
+    journalDir: path.join(cfg.dataDir, 'index-journal'),
+    ...log,
+  });
 }

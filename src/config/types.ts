@@ -153,6 +153,11 @@ export interface Config {
   /** How long verification reuses a chain read of one batch root, milliseconds (0: read every time). */
   readonly verifyChainCacheMs: number;
   /**
+   * Embedded engine: once no record has reached the look-up table for this long, milliseconds, its
+   * parts are merged into one (look-ups cost per part); 0 never. Default 5 minutes.
+   */
+  readonly indexCompactIdleMs: number;
+  /**
    * Base URL of the IPFS gateway named in verification answers (`<base>/ipfs/<cid>`): this
    * service's own gateway by default in the embedded mode, none with Kubo unless set.
    */

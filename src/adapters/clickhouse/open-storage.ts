@@ -11,10 +11,12 @@ export type ClickHouseEngine =
       readonly path: string;
       /** A query or insert still running after this long is reported as 'timeout'. Default 30 s. */
       readonly queryTimeoutMs?: number;
+      /** Merge the look-up tables into one part once writes to them stop this long, milliseconds (idle-compaction.ts); 0 or unset: never. */
+      readonly compactIdleMs?: number;
     }
   | ({ readonly kind: 'server' } & ClickHouseServerOptions);
 
-export interface OpenStorageOptions extends Omit<ClickHouseStorageOptions, 'journalTableDir'> {
+export interface OpenStorageOptions extends Omit<ClickHouseStorageOptions, 'journalTableDir' | 'compactIdleMs'> {
   readonly engine: ClickHouseEngine;
   /** Replaces the engine's own runner, with the engine's defaults kept (tests). */
   readonly runner?: SqlRunner;
@@ -43,5 +45,8 @@ export async function openClickHouseStorage(options: OpenStorageOptions): Promis
   const { ChdbSqlRunner } = await import('./chdb-runner.js');
   const embedded = runner ?? new ChdbSqlRunner(engine.path, engine.queryTimeoutMs);
   // The engine's files are local: a journal flushes their file system instead of fsyncing each insert.
-  return { storage: new ClickHouseStorage(timed(embedded), { ...common, journalTableDir: engine.path }), adapter: 'chdb' };
+  return {
+    storage: new ClickHouseStorage(timed(embedded), { ...common, journalTableDir: engine.path, ...(engine.compactIdleMs === undefined ? {} : { compactIdleMs: engine.compactIdleMs }) }),
+    adapter: 'chdb',
+  };
 }

@@ -3,6 +3,7 @@ import { ClickHouseAuditLog, type AuditWriteStats } from './audit-store.js';
 import { ClickHouseDatabase, type ClickHouseDatabaseOptions } from './database.js';
 import { BatchTops } from './batch-tops.js';
 import { ClickHouseEvidenceStore } from './evidence-store.js';
+import { IdleCompaction } from './idle-compaction.js';
 import type { GroupCommitOptions } from './group-commit.js';
 import { ClickHouseVerificationHistory } from './history-store.js';
 import { ClickHouseKeyStore } from './key-store.js';
@@ -25,6 +26,8 @@ export interface ClickHouseStorageOptions extends ClickHouseDatabaseOptions {
   readonly auditWrites?: Partial<GroupCommitOptions>;
   /** Most ingest ids per existence look-up of the record writes. */
   readonly lookupChunk?: number;
+  /** Merge the look-up tables into one part once writes to them stop this long (idle-compaction.ts; the embedded engine's). */
+  readonly compactIdleMs?: number;
 }
 
 export type HotIndexStats = RecordWriteStats & AuditWriteStats;
@@ -38,6 +41,7 @@ export class ClickHouseStorage {
   readonly evidence: ClickHouseEvidenceStore;
   readonly history: ClickHouseVerificationHistory;
   readonly policies: ClickHouseRetrievalPolicies;
+  readonly #compaction: IdleCompaction | null;
   #closing: Promise<void> | null = null;
 
   constructor(runner: SqlRunner, options: ClickHouseStorageOptions = {}) {
@@ -57,6 +61,9 @@ export class ClickHouseStorage {
     this.evidence = new ClickHouseEvidenceStore(this.database, { tops });
     this.history = new ClickHouseVerificationHistory(this.database);
     this.policies = new ClickHouseRetrievalPolicies(this.database);
+    const idleMs = options.compactIdleMs ?? 0;
+    this.#compaction = idleMs > 0 ? new IdleCompaction(this.database, { idleMs, ...(logger === undefined ? {} : { logger: logger.child({ component: 'index-compaction' }) }) }) : null;
+    this.#compaction?.start();
   }
 
   stats(): HotIndexStats {
@@ -66,6 +73,7 @@ export class ClickHouseStorage {
   /** Closes the writers, then the database (its journal copies what it holds, then the engine). */
   close(): Promise<void> {
     this.#closing ??= (async () => {
+      await this.#compaction?.stop();
       await Promise.all([this.records.close(), this.audit.close(), this.history.close()]);
       await this.database.close();
     })();
