@@ -59,13 +59,14 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
     await ctx.index.database.migrate();
     await ctx.index.database.migrate();
     const versions = await ctx.raw.query<{ version: number | string }>('SELECT version FROM dris.schema_migrations ORDER BY version');
-    t.same(versions.map((v) => Number(v.version)), Array.from({ length: 23 }, (_, i) => i + 1));
+    t.same(versions.map((v) => Number(v.version)), Array.from({ length: 24 }, (_, i) => i + 1));
     const tables = await ctx.raw.query<{ name: string }>(
       `SELECT name FROM system.tables WHERE database = 'dris' ORDER BY name`,
     );
     t.same(tables.map((r) => r.name), [
       'api_keys',
       'audit_events',
+      'batch_blocks',
       'batches',
       'record_evidence',
       'record_evidence_from_lookup',

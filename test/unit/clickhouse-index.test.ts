@@ -165,15 +165,17 @@ void t.test('migrate applies missing migrations in order, then only bootstraps',
   t.same(execs[45]?.params, { version: 22, name: 'snapshot_lifecycle epoch' });
   t.equal(execs[46]?.sql, 'ALTER TABLE dris_test.record_evidence MODIFY SETTING merge_selector_base = 5');
   t.same(execs[47]?.params, { version: 23, name: 'record_evidence merges in default steps' });
-  t.equal(execs.length, 48);
+  t.match(execs[48]?.sql, /^CREATE TABLE IF NOT EXISTS dris_test\.batch_blocks\n/);
+  t.same(execs[49]?.params, { version: 24, name: 'create batch_blocks' });
+  t.equal(execs.length, 50);
   // Migrations run without the per-query limit (a back-fill takes as long as the table is large).
   const migrationTimeouts = runner.timeouts.filter((_, i) => i >= 2 && i % 2 === 0);
-  t.equal(migrationTimeouts.length, 23);
+  t.equal(migrationTimeouts.length, 24);
   t.ok(migrationTimeouts.every((ms) => ms !== undefined && ms >= 3_600_000));
 
   const again = new FakeRunner();
   // A server answers 64-bit integers as strings.
-  again.onQuery = () => Array.from({ length: 23 }, (_, i) => ({ version: String(i + 1) }));
+  again.onQuery = () => Array.from({ length: 24 }, (_, i) => ({ version: String(i + 1) }));
   await (await serverStorage(again)).database.migrate();
   t.equal(again.of('exec').length, 2);
 });

@@ -139,7 +139,7 @@ export interface BatchTopsOptions {
   readonly maxBytes?: number;
 }
 
-/** The upper levels of batches' trees, read from their leaves on first use and kept (see above). */
+/** The upper levels of batches' trees, built from their block roots on first use and kept (see above). */
 export class BatchTops {
   readonly #db: ClickHouseDatabase;
   readonly #maxBytes: number;
@@ -159,8 +159,8 @@ export class BatchTops {
   }
 
   /**
-   * Completes, in place, the path of each row whose row keeps only its lower part. A row whose
-   * batch has no stored leaves (its batch row, the commit of a batch write, has not come, see
+   * Completes, in place, the path of each row that keeps only its lower part. A row whose batch
+   * has no block roots stored (a batch write cut short, or one whose inserts have not all landed:
    * ClickHousePipelineStore.saveFormedBatches) reads as in no batch yet.
    */
   async complete<R extends ProofSlot>(rows: R[]): Promise<R[]> {
