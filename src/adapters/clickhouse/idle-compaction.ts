@@ -12,7 +12,7 @@ import type { Int64Out } from './values.js';
  * the engine 15.5 ms with the 13 parts a bulk load leaves, 10.6 ms with 3 and about 6 with one
  * (verifications/s: 1 850-2 050 against 2 500-3 200). The engine's own merge selector never
  * merges parts of such unequal sizes while no new ones come; under a steady load it keeps merging
- * as before, and this waits until the load stops. One merge rewrites the table once (about 9 s of
+ * as before, and this waits until the load stops, and until merging pays (worthMerging). One merge rewrites the table once (about 9 s of
  * one core per million records), on its own connection: look-ups and inserts go on meanwhile.
  */
 
@@ -34,10 +34,30 @@ export interface IdleCompactionOptions {
   readonly now?: () => number;
 }
 
+/**
+ * Rows outside the largest part, as a share of it, from which a merge pays: a merge rewrites the
+ * whole table, so a trickle of small writes into a large table (one more part now and then) must
+ * not have it rewritten each time. The table's bytes are then rewritten at most once per tenth of
+ * its size written; merges of the engine's own rewrite each row several times anyway.
+ */
+const MIN_SHARE_OUTSIDE_LARGEST = 0.1;
+
+/** Parts from which a merge pays whatever their sizes: each part costs every look-up its own read. */
+const MANY_PARTS = 6;
+
 interface PartsRow {
   parts: Int64Out;
+  total_rows: Int64Out;
+  largest: Int64Out;
   newest: Int64Out;
   merging: Int64Out;
+}
+
+/** Whether the parts of a table are worth merging into one now. */
+function worthMerging(r: PartsRow, idleMs: number, nowMs: number): boolean {
+  const parts = Number(r.parts);
+  if (parts <= 1 || Number(r.merging) > 0 || nowMs - Number(r.newest) * 1000 < idleMs) return false;
+  return parts >= MANY_PARTS || Number(r.total_rows) - Number(r.largest) >= MIN_SHARE_OUTSIDE_LARGEST * Number(r.largest);
 }
 
 export class IdleCompaction {
@@ -78,19 +98,21 @@ export class IdleCompaction {
       });
   }
 
-  /** Merges each table that has more than one part, none being merged, and no new part for idleMs. Returns the tables merged. */
+  /**
+   * Merges each table with no part newer than idleMs and none being merged, whose parts are many
+   * or hold a tenth of the largest one's rows outside it. Returns the tables merged.
+   */
   async runOnce(): Promise<TableName[]> {
     const merged: TableName[] = [];
     for (const table of COMPACTED) {
       if (this.#stopped) break;
       const [row] = await this.#db.runner.query<PartsRow>(
-        `SELECT count() AS parts, toUnixTimestamp(max(modification_time)) AS newest,
+        `SELECT count() AS parts, sum(rows) AS total_rows, max(rows) AS largest, toUnixTimestamp(max(modification_time)) AS newest,
                 (SELECT count() FROM system.merges WHERE database = {db:String} AND table = {table:String}) AS merging
          FROM system.parts WHERE active AND database = {db:String} AND table = {table:String}`,
         { db: this.#db.name, table },
       );
-      if (row === undefined || Number(row.parts) <= 1 || Number(row.merging) > 0) continue;
-      if (this.#now() - Number(row.newest) * 1000 < this.#idleMs) continue;
+      if (row === undefined || !worthMerging(row, this.#idleMs, this.#now())) continue;
       const started = this.#now();
       // No parameters: the statement runs on a connection of its own, beside the look-ups.
       await this.#db.runner.exec(`OPTIMIZE TABLE ${this.#db.table(table)} FINAL`, undefined, { timeoutMs: MERGE_TIMEOUT_MS });
