@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -148,6 +148,11 @@ export interface NatsTestServer {
   kill(signal?: NodeJS.Signals): Promise<void>;
   /** Sends a signal without waiting (SIGSTOP / SIGCONT pause and resume the server). */
   signal(signal: NodeJS.Signals): void;
+  /**
+   * SIGSTOP, then waits until the kernel shows the process stopped: kill() only queues the signal,
+   * and a server running on the other core may still answer a request sent right after it.
+   */
+  pause(): Promise<void>;
   /** Stops if running, then starts again on the same port with the same store. */
   restart(): Promise<void>;
 }
@@ -200,6 +205,18 @@ export async function startNats(options: NatsServerOptions = {}): Promise<NatsTe
     signal(signal) {
       const child = current as ChildProcess | null;
       child?.kill(signal);
+    },
+    async pause() {
+      const child = current as ChildProcess | null;
+      if (child?.pid === undefined) throw new Error('nats-server is not running');
+      child.kill('SIGSTOP');
+      for (const deadline = Date.now() + 5000; Date.now() < deadline; ) {
+        // /proc/<pid>/stat: "pid (comm) state ...": T is stopped by a signal.
+        const stat = await readFile(`/proc/${child.pid}/stat`, 'utf8');
+        if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('T')) return;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      throw new Error('nats-server did not stop within 5 s of SIGSTOP');
     },
     async restart() {
       if (stopped) throw new Error('server stopped');

@@ -55,7 +55,7 @@ t.test('after an indeterminate failure the retry under the same id finds the sto
   const q = await NatsQueue.connect({ servers: nats.url, publishTimeoutMs: 500, publishAttempts: 1 });
   t.teardown(() => q.close());
   await q.publish([rec(0)], { msgId: 'warm-up' });
-  nats.signal('SIGSTOP');
+  await nats.pause();
   const lost = rec(1);
   try {
     await q.publish([lost], { msgId: 'key-x', note: 'n' });

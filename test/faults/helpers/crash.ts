@@ -90,7 +90,7 @@ export async function natsCrash(t: Test): Promise<void> {
 
   const single = singleRequest(TENANT, 'paused-single', 0);
   const bulk = bulkRequest(TENANT, 'paused-bulk', 30);
-  nats.signal('SIGSTOP');
+  await nats.pause();
   const answers = await Promise.all(
     [single, bulk].map((req) => request<{ error?: string }>(svc, 'POST', req.route, { key: c.apiKey, body: req.body, headers: { 'idempotency-key': req.key } })),
   );
