@@ -4,6 +4,7 @@ import { rootOfLeaves, type ChainObservation, type ManifestObservation } from '.
 import { isHex64, parseManifest } from '../domain/verification/manifest.js';
 import type { AnchorEventView, BatchAnchor, ChainReader, EvidenceIndex } from '../domain/verification/ports.js';
 import { DrisError } from '../errors/dris-error.js';
+import { ByteLru } from '../util/byte-lru.js';
 import type { Logger } from '../util/logger.js';
 import { TtlCache } from '../util/ttl-cache.js';
 import { CanonicalAnchors, type AnchorOfRoot } from './canonical-anchors.js';
@@ -99,8 +100,7 @@ export class VerificationReads {
   readonly #eventsByBatch: TtlCache<string, AnchorEventView | null>;
   readonly #manifests = new TtlCache<string, ManifestEntry | 'invalid'>(24 * 3_600_000, MANIFEST_CACHE_ENTRIES);
   /** Content-addressed, so never stale; Map order is insertion order, the oldest is let go first. */
-  readonly #packed = new Map<string, PackedManifest>();
-  #packedBytes = 0;
+  readonly #packed = new ByteLru<string, PackedManifest>(PACKED_MANIFEST_BYTES, (p) => p.leaves.length);
   readonly #batches: TtlCache<string, BatchAnchor | null>;
   readonly #anchoredBatches: TtlCache<string, BatchAnchor | null>;
   readonly #anchoredReuseMs: number;
@@ -167,15 +167,7 @@ export class VerificationReads {
   #keepPacked(cid: string, m: ManifestEntry): void {
     if (this.#packed.has(cid)) return;
     const p = packManifest(m);
-    if (p === null || p.leaves.length > PACKED_MANIFEST_BYTES) return;
-    while (this.#packedBytes + p.leaves.length > PACKED_MANIFEST_BYTES) {
-      const oldest = this.#packed.entries().next();
-      if (oldest.done === true) break;
-      this.#packed.delete(oldest.value[0]);
-      this.#packedBytes -= oldest.value[1].leaves.length;
-    }
-    this.#packed.set(cid, p);
-    this.#packedBytes += p.leaves.length;
+    if (p !== null) this.#packed.add(cid, p);
   }
 
   /** A manifest by CID (see ManifestRead). */

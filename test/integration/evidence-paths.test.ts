@@ -11,6 +11,7 @@ import { JsHashingBackend } from '../../src/adapters/hashing/js-backend.js';
 import { formBatch, type FormedBatch } from '../../src/domain/pipeline/batch-formation.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
 import { setLogLevel } from '../../src/util/logger.js';
+import { BASE_MS, record } from './index-fixtures.js';
 
 /**
  * A batched record's audit path on the embedded engine: its record_evidence row keeps the lower
@@ -26,33 +27,8 @@ const path = join(root, 'clickhouse');
 t.teardown(() => rmSync(root, { recursive: true, force: true }));
 
 const hashing = new JsHashingBackend();
-const BASE_MS = Date.parse('2025-09-01T08:00:00.000Z');
-let seq = 0;
-
-function record(tenantId: string): AcceptedRecord {
-  seq += 1;
-  const payload = JSON.stringify({ n: seq });
-  return {
-    hashScheme: 'dris-v1',
-    tenantId,
-    database: 'erp',
-    collection: 'invoices',
-    recordId: `inv-${seq}`,
-    recordVersion: '1',
-    operationType: 'upsert',
-    sourceTimestamp: null,
-    payloadHash: hashing.sha256Hex(Buffer.from(payload)),
-    salt: String(seq).padStart(32, '0'),
-    ingestId: `0000${String(BASE_MS + seq).padStart(14, '0')}${String(seq).padStart(8, '0')}`,
-    clientId: 'app',
-    keyId: 'key',
-    recordHash: hashing.sha256Hex(Buffer.from(`record ${seq}`)),
-    acceptedAt: new Date(BASE_MS + seq).toISOString(),
-    payload,
-    idempotencyKey: null,
-    correlationId: `corr-${seq}`,
-  };
-}
+/** A record of one tenant's invoices, with hashes and salts as the service writes them. */
+const invoice = (tenantId: string): AcceptedRecord => record(tenantId, { database: 'erp', collection: 'invoices' });
 
 const { storage: index } = await openClickHouseStorage({ engine: { kind: 'embedded', path } });
 await index.database.migrate();
@@ -75,7 +51,7 @@ function proofOf(formed: FormedBatch, r: AcceptedRecord): readonly string[] | un
 }
 
 void t.test('a batch of 300: rows keep at most the lower levels; look-ups, by hash and the trace answer the whole path', async (t) => {
-  const records = Array.from({ length: 300 }, () => record('t-paths'));
+  const records = Array.from({ length: 300 }, () => invoice('t-paths'));
   await index.records.insertRecords(records);
   const formed = formBatch(records, hashing, BASE_MS + 60_000);
   await index.pipeline.saveFormedBatches([formed]);
@@ -108,7 +84,7 @@ void t.test('a batch of 300: rows keep at most the lower levels; look-ups, by ha
 });
 
 void t.test('a row written whole (an earlier version) reads as it is', async (t) => {
-  const records = Array.from({ length: 40 }, () => record('t-whole'));
+  const records = Array.from({ length: 40 }, () => invoice('t-whole'));
   const formed = formBatch(records, hashing, BASE_MS + 70_000);
   await index.pipeline.saveFormedBatches([formed]);
   // Rewritten as earlier versions wrote it: the whole path in the row, at a higher version.
@@ -123,7 +99,7 @@ void t.test('a row written whole (an earlier version) reads as it is', async (t)
 });
 
 void t.test('a batch write cut short after its evidence rows: its records read as in no batch; formed again and stored, with their whole path', async (t) => {
-  const records = Array.from({ length: 50 }, () => record('t-cut'));
+  const records = Array.from({ length: 50 }, () => invoice('t-cut'));
   await index.records.insertRecords(records);
   const formed = formBatch(records, hashing, BASE_MS + 80_000);
   // The write cut short: the evidence rows, as the batch write makes them, without the block roots and the batch row.
@@ -146,7 +122,7 @@ void t.test('a batch write cut short after its evidence rows: its records read a
 });
 
 void t.test('a cache smaller than one batch keeps nothing and still completes every path', async (t) => {
-  const records = Array.from({ length: 100 }, () => record('t-small'));
+  const records = Array.from({ length: 100 }, () => invoice('t-small'));
   const formed = formBatch(records, hashing, BASE_MS + 90_000);
   await index.pipeline.saveFormedBatches([formed]);
   const tops = new BatchTops(index.database, { maxBytes: 64 });

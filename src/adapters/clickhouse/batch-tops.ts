@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
 import { HASH_LEN, MerkleHasher, type DigestPrimitive } from '../../domain/hashing/merkle.js';
+import { ByteLru } from '../../util/byte-lru.js';
 import type { ClickHouseDatabase } from './database.js';
 import { pointReadSettings } from './point-read.js';
 
@@ -142,20 +143,17 @@ export interface BatchTopsOptions {
 /** The upper levels of batches' trees, built from their block roots on first use and kept (see above). */
 export class BatchTops {
   readonly #db: ClickHouseDatabase;
-  readonly #maxBytes: number;
-  /** Map order is use order: a hit moves its batch to the end, the first goes first. */
-  readonly #tops = new Map<string, UpperLevels>();
+  readonly #tops: ByteLru<string, UpperLevels>;
   readonly #loading = new Map<string, Promise<UpperLevels | null>>();
-  #bytes = 0;
 
   constructor(db: ClickHouseDatabase, options: BatchTopsOptions = {}) {
     this.#db = db;
-    this.#maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
+    this.#tops = new ByteLru(options.maxBytes ?? DEFAULT_MAX_BYTES, (top) => top.nodes.length);
   }
 
   /** Bytes of upper levels held now. */
   get bytes(): number {
-    return this.#bytes;
+    return this.#tops.bytes;
   }
 
   /**
@@ -188,8 +186,6 @@ export class BatchTops {
     for (const id of ids) {
       const top = this.#tops.get(id);
       if (top !== undefined) {
-        this.#tops.delete(id);
-        this.#tops.set(id, top);
         out.set(id, top);
         continue;
       }
@@ -214,7 +210,7 @@ export class BatchTops {
       const found = await read;
       for (const [id, top] of found) {
         out.set(id, top);
-        this.#keep(id, top);
+        this.#tops.add(id, top);
       }
     } finally {
       for (const id of ids) this.#loading.delete(id);
@@ -231,17 +227,5 @@ export class BatchTops {
       { ids },
     );
     return new Map(rows.map((r) => [r.batch_id, upperLevelsOf(r)]));
-  }
-
-  #keep(id: string, top: UpperLevels): void {
-    if (this.#tops.has(id) || top.nodes.length > this.#maxBytes) return;
-    while (this.#bytes + top.nodes.length > this.#maxBytes) {
-      const oldest = this.#tops.entries().next();
-      if (oldest.done === true) break;
-      this.#tops.delete(oldest.value[0]);
-      this.#bytes -= oldest.value[1].nodes.length;
-    }
-    this.#tops.set(id, top);
-    this.#bytes += top.nodes.length;
   }
 }
