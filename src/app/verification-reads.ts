@@ -99,7 +99,7 @@ export class VerificationReads {
   readonly #eventsBySeq: TtlCache<number, AnchorEventView | null>;
   readonly #eventsByBatch: TtlCache<string, AnchorEventView | null>;
   readonly #manifests = new TtlCache<string, ManifestEntry | 'invalid'>(24 * 3_600_000, MANIFEST_CACHE_ENTRIES);
-  /** Content-addressed, so never stale; Map order is insertion order, the oldest is let go first. */
+  /** Content-addressed, so never stale; the least recently used go first. */
   readonly #packed = new ByteLru<string, PackedManifest>(PACKED_MANIFEST_BYTES, (p) => p.leaves.length);
   readonly #batches: TtlCache<string, BatchAnchor | null>;
   readonly #anchoredBatches: TtlCache<string, BatchAnchor | null>;
