@@ -1,7 +1,7 @@
 /**
- * A map bounded by the bytes of its values rather than their count: values of very different sizes
- * (a batch of 16 leaves, another of 1000) share one budget. A hit makes its key the newest; the
- * oldest go first. A value larger than the whole budget is never kept.
+ * A map bounded by the bytes of its values rather than their count, so values of very different
+ * sizes share one budget. A hit makes its key the newest; the least recently used go first. A
+ * value larger than the whole budget is never kept.
  */
 export class ByteLru<K, V> {
   readonly #maxBytes: number;

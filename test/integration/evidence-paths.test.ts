@@ -27,7 +27,7 @@ const path = join(root, 'clickhouse');
 t.teardown(() => rmSync(root, { recursive: true, force: true }));
 
 const hashing = new JsHashingBackend();
-/** A record of one tenant's invoices, with hashes and salts as the service writes them. */
+/** A record of one tenant's invoices (the shared fixture's hashes: hex of the right lengths). */
 const invoice = (tenantId: string): AcceptedRecord => record(tenantId, { database: 'erp', collection: 'invoices' });
 
 const { storage: index } = await openClickHouseStorage({ engine: { kind: 'embedded', path } });
