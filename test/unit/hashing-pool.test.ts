@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import t from 'tap';
 import { HashPool } from '../../src/adapters/hashing/hash-pool.js';
 import { HashingService } from '../../src/adapters/hashing/hashing-service.js';
@@ -28,6 +29,16 @@ t.test('pooled and inline preparation agree; bodies are transferred', async (t) 
   t.equal(big.toString('utf8', 0, 2), 'xx');
   const hashes = await service.recordHashes([]);
   t.same(hashes, []);
+});
+
+t.test('piscina requires the worker module as its own namespace, with no default-export facade', (t) => {
+  // Node 20 wraps a required ES module with a default export in a facade; instantiating it has
+  // aborted the process under a require hook, so the worker exports its handler by name only.
+  const ns = createRequire(import.meta.url)('../../src/adapters/hashing/hash-worker.js') as Record<string, unknown>;
+  t.equal(typeof ns['run'], 'function');
+  t.notOk(Object.hasOwn(ns, 'default'));
+  t.notOk(Object.hasOwn(ns, '__esModule'));
+  t.end();
 });
 
 t.test('a full queue answers overloaded', async (t) => {

@@ -39,6 +39,7 @@ export class HashPool {
     this.piscina = new Piscina<HashTask, unknown>({
       // Compiled JS only: a .ts worker fails with ERR_UNKNOWN_FILE_EXTENSION.
       filename: new URL('./hash-worker.js', import.meta.url).href,
+      name: 'run',
       minThreads: this.threads,
       maxThreads: this.threads,
       maxQueue: this.maxQueue,

@@ -45,7 +45,13 @@ function moved<T extends object>(value: T, buffers: ArrayBufferLike[]): unknown 
   return move({ [transferableSymbol]: buffers, [valueSymbol]: value } as never);
 }
 
-export default async function run(task: HashTask): Promise<unknown> {
+/**
+ * Named, not default: piscina loads this file with `require`, and Node 20 wraps a required ES
+ * module that has a default export in a facade module. Instantiating that facade has aborted
+ * the whole process under a `require` hook (an internal assertion in `CreateRequiredModuleFacade`);
+ * a module without a default export is returned as its own namespace and never takes that path.
+ */
+export async function run(task: HashTask): Promise<unknown> {
   const backend = await backendReady;
   switch (task.op) {
     case 'prepare': {
