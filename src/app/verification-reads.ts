@@ -1,7 +1,8 @@
 import type { HashingBackend } from '../domain/hashing/port.js';
 import type { Pinner } from '../domain/pipeline/ports.js';
-import { rootOfLeaves, type ChainObservation, type ManifestObservation } from '../domain/verification/assess.js';
-import { isHex64, parseManifest } from '../domain/verification/manifest.js';
+import { rootOfLeaves, rootOfPackedLeaves, type ChainObservation, type ManifestObservation } from '../domain/verification/assess.js';
+import { packHexLeaves } from '../domain/verification/hex-leaves.js';
+import { parseManifest } from '../domain/verification/manifest.js';
 import type { AnchorEventView, BatchAnchor, ChainReader, EvidenceIndex } from '../domain/verification/ports.js';
 import { DrisError } from '../errors/dris-error.js';
 import { ByteLru } from '../util/byte-lru.js';
@@ -46,17 +47,6 @@ interface PackedManifest {
   readonly treeSize: number;
   readonly computedRoot: string;
   readonly leaves: Buffer;
-}
-
-function packManifest(m: ManifestEntry): PackedManifest | null {
-  const leaves = Buffer.allocUnsafeSlow(m.leaves.length * 32);
-  for (let i = 0; i < m.leaves.length; i++) {
-    const leaf = m.leaves[i] as string;
-    // Anything else (a tampered manifest) is kept in full only: its text must come back as it was.
-    if (!isHex64(leaf)) return null;
-    leaves.write(leaf, i * 32, 32, 'hex');
-  }
-  return { merkleRoot: m.merkleRoot, treeSize: m.treeSize, computedRoot: m.computedRoot, leaves };
 }
 
 function unpackManifest(p: PackedManifest): ManifestEntry {
@@ -164,12 +154,6 @@ export class VerificationReads {
     }
   }
 
-  #keepPacked(cid: string, m: ManifestEntry): void {
-    if (this.#packed.has(cid)) return;
-    const p = packManifest(m);
-    if (p !== null) this.#packed.add(cid, p);
-  }
-
   /** A manifest by CID (see ManifestRead). */
   async manifest(cid: string): Promise<ManifestRead> {
     const pinner = this.deps.pinner;
@@ -181,9 +165,13 @@ export class VerificationReads {
         const bytes = await pinner.cat(cid, { timeoutMs: this.deps.ipfsTimeoutMs });
         const m = parseManifest(bytes);
         if (m === null) return 'invalid';
-        const entry: ManifestEntry = { merkleRoot: m.merkleRoot, treeSize: m.treeSize, leaves: m.leaves, computedRoot: rootOfLeaves(this.deps.hashing, m.leaves) };
-        this.#keepPacked(cid, entry);
-        return entry;
+        // One pass decodes the leaves for the root and for the packed cache alike. A manifest
+        // with any other leaf (a tampered one) is kept in full only: its text must come back as it was.
+        const leaves = packHexLeaves(m.leaves);
+        if (leaves === null) return { merkleRoot: m.merkleRoot, treeSize: m.treeSize, leaves: m.leaves, computedRoot: rootOfLeaves(this.deps.hashing, m.leaves) };
+        const computedRoot = rootOfPackedLeaves(this.deps.hashing, leaves);
+        this.#packed.add(cid, { merkleRoot: m.merkleRoot, treeSize: m.treeSize, computedRoot, leaves });
+        return { merkleRoot: m.merkleRoot, treeSize: m.treeSize, leaves: m.leaves, computedRoot };
       });
     } catch (err) {
       this.deps.log.warn({ code: codeOf(err) }, 'manifest fetch failed');

@@ -1,6 +1,7 @@
 import type { HashingBackend } from '../hashing/port.js';
 import { equalBytes, fromHex, toHex } from '../hashing/merkle.js';
 import type { RecordEnvelope } from '../records/types.js';
+import { packHexLeaves, splitLeaves } from './hex-leaves.js';
 import { REASON_STATUS, type ReasonCategory, type VerificationStatus } from './types.js';
 
 /**
@@ -167,7 +168,13 @@ function hashBytes(hex: string): Uint8Array {
 
 /** RFC 9162 root of a manifest's leaves (lowercase hex); malformed leaves make a root no chain holds. */
 export function rootOfLeaves(hashing: HashingBackend, leaves: readonly string[]): string {
-  return toHex(hashing.merkleRoot(leaves.map((l) => fromHexSafe(l))));
+  const packed = packHexLeaves(leaves);
+  return packed === null ? toHex(hashing.merkleRoot(leaves.map((l) => fromHexSafe(l)))) : rootOfPackedLeaves(hashing, packed);
+}
+
+/** RFC 9162 root (lowercase hex) of leaves of 32 bytes each, back to back (packHexLeaves). */
+export function rootOfPackedLeaves(hashing: HashingBackend, packed: Uint8Array): string {
+  return toHex(hashing.merkleRoot(splitLeaves(packed)));
 }
 
 /** Hex that may be malformed (a tampered manifest): malformed leaves hash as empty input. */

@@ -14,11 +14,6 @@ export interface ParsedManifest extends ManifestObservation {
 
 const HEX64 = /^[0-9a-f]{64}$/;
 
-/** Whether `s` is a hash as manifests write them: 64 lowercase hex digits. */
-export function isHex64(s: string): boolean {
-  return HEX64.test(s);
-}
-
 export function parseManifest(bytes: Uint8Array): ParsedManifest | null {
   let v: unknown;
   try {
