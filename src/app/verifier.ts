@@ -19,6 +19,7 @@ import { NO_EVENTS, type EventPublisher } from './events.js';
 import type { VerifyContext } from './verification-context.js';
 import { VerificationReads } from './verification-reads.js';
 import { VerificationResults, type ResultOptions } from './verification-results.js';
+import { warmVerification, type WarmUpOptions, type WarmUpResult } from './verification-warm-up.js';
 import { verifyInBatch } from './verify-in-batch.js';
 import { verifyPayload } from './verify-payload.js';
 import { payloadHashOf, verifyStored } from './verify-record.js';
@@ -80,6 +81,11 @@ export class Verifier {
     this.#ctx = { hashing: deps.hashing, evidence: deps.evidence, store: deps.store, reads, results, now, log };
     this.#history = deps.history;
     this.#events = deps.events ?? NO_EVENTS;
+  }
+
+  /** Reads ahead what verifications of the newest batches need (verification-warm-up.ts). */
+  warmUp(options: WarmUpOptions): Promise<WarmUpResult> {
+    return warmVerification(this.#ctx.evidence, this.#ctx.reads, this.#ctx.log, options);
   }
 
   async verifyRecord(caller: Caller, req: VerifyRecordRequest): Promise<VerificationResult> {

@@ -70,6 +70,24 @@ async function openVerification(w: ApiInputs, gatewayBase: () => string | undefi
   return { verifier, access };
 }
 
+/**
+ * Verification's read-ahead of the newest batches (verification-warm-up.ts), behind the answers
+ * from the moment the server listens; a graceful stop ends it between two pages, before the
+ * index closes. A failure costs only the read-ahead: each verification still reads what it needs.
+ */
+function warmVerificationBehind(w: ApiInputs, verifier: Verifier): void {
+  if (w.cfg.verifyWarmBatches === 0) return;
+  const stop = new AbortController();
+  const warming = verifier.warmUp({ batches: w.cfg.verifyWarmBatches, signal: stop.signal }).then(
+    () => undefined,
+    (err: unknown) => w.log.warn({ err }, 'verification warm-up stopped'),
+  );
+  w.closers.addDrain(async () => {
+    stop.abort();
+    await warming;
+  });
+}
+
 interface ApiParts {
   readonly admission: AdmissionStore;
   readonly keys: KeyAdmin;
@@ -151,5 +169,6 @@ export async function startApi(w: ApiInputs): Promise<{ port: number; adminPort:
     else w.log.warn({ inFlight, left: server.requestsInFlight }, 'listeners closed; requests still in flight at the drain deadline');
   });
   w.log.info({ host: cfg.host, port, httpGuard: server.guarded }, 'listening');
+  warmVerificationBehind(w, verifier);
   return { port, adminPort: adminListener.port };
 }

@@ -152,6 +152,8 @@ export interface Config {
   readonly ipfsTimeoutMs: number;
   /** How long verification reuses a chain read of one batch root, milliseconds (0: read every time). */
   readonly verifyChainCacheMs: number;
+  /** Anchored batches whose verification reads are read ahead at start, newest first (0: none). */
+  readonly verifyWarmBatches: number;
   /**
    * Embedded engine: once no record has reached the look-up table for this long, milliseconds, its
    * parts are merged into one (look-ups cost per part); 0 never. Default 5 minutes.

@@ -47,6 +47,26 @@ export class TtlCache<K, V> {
     this.#entries.delete(key);
   }
 
+  /**
+   * Keeps a value read elsewhere (in bulk, say) as if loaded now, unless the key holds an unexpired
+   * value or is being loaded: those are at least as recent.
+   */
+  set(key: K, value: V, ttlMs: number = this.ttlMs): void {
+    const hit = this.#entries.get(key);
+    if (ttlMs <= 0 || this.#loading.has(key) || (hit !== undefined && hit.expiresAtMs > this.#now())) return;
+    this.#keep(key, value, ttlMs);
+  }
+
+  #keep(key: K, value: V, ttl: number): void {
+    this.#entries.delete(key);
+    // Map order is insertion order: the first key is the oldest.
+    if (this.#entries.size >= this.maxEntries) {
+      const oldest = this.#entries.keys().next();
+      if (oldest.done !== true) this.#entries.delete(oldest.value);
+    }
+    this.#entries.set(key, { value, expiresAtMs: this.#now() + ttl });
+  }
+
   #load(key: K, load: () => Promise<V>, ttlMs: number | ((value: V) => number)): Promise<V> {
     const p = (async () => {
       try {
@@ -54,14 +74,7 @@ export class TtlCache<K, V> {
         const ttl = typeof ttlMs === 'function' ? ttlMs(value) : ttlMs;
         // A value loaded again replaces the one it refreshes, also when it is not to be kept.
         this.#entries.delete(key);
-        if (ttl > 0) {
-          // Map order is insertion order: the first key is the oldest.
-          if (this.#entries.size >= this.maxEntries) {
-            const oldest = this.#entries.keys().next();
-            if (oldest.done !== true) this.#entries.delete(oldest.value);
-          }
-          this.#entries.set(key, { value, expiresAtMs: this.#now() + ttl });
-        }
+        if (ttl > 0) this.#keep(key, value, ttl);
         return value;
       } finally {
         this.#loading.delete(key);

@@ -9,6 +9,7 @@ import { LOOKUP_LINES_SETTINGS, lookupLinesOf, lookupRowsOf } from '../../src/ad
 import { openClickHouseStorage } from '../../src/adapters/clickhouse/open-storage.js';
 import { JsHashingBackend } from '../../src/adapters/hashing/js-backend.js';
 import { formBatch, type FormedBatch } from '../../src/domain/pipeline/batch-formation.js';
+import type { Batch } from '../../src/domain/pipeline/types.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
 import { setLogLevel } from '../../src/util/logger.js';
 import { BASE_MS, record } from './index-fixtures.js';
@@ -133,4 +134,45 @@ void t.test('a cache smaller than one batch keeps nothing and still completes ev
     records.slice(0, 20).map((r) => proofOf(formed, r)),
   );
   t.equal(tops.bytes, 0);
+});
+
+void t.test('the warm-up reads: the anchored batches of highest sequence by their newest row; their tree tops in one read', async (t) => {
+  const batches = [0, 1, 2, 3].map(() => Array.from({ length: 40 }, () => invoice('t-warm')));
+  await index.records.insertRecords(batches.flat());
+  const formed = batches.map((records, k) => formBatch(records, hashing, BASE_MS + 100_000 + k));
+  await index.pipeline.saveFormedBatches(formed);
+  const [a, b, c, d] = formed.map((f) => f.batch) as [Batch, Batch, Batch, Batch];
+  const anchor = (batch: Batch, batchSeq: number): Promise<void> =>
+    index.pipeline.putBatch({ ...batch, status: 'Anchored', batchSeq, txHash: `0x${'ab'.repeat(32)}`, blockNumber: batchSeq, anchoredAtMs: BASE_MS, attempts: 1 });
+  await anchor(a, 101);
+  await anchor(b, 103);
+  await anchor(c, 102);
+  // Anchored, then sent back to be anchored again: its newest row is not Anchored.
+  await anchor(d, 104);
+  await index.pipeline.putBatch({ ...d, status: 'Pending', attempts: 0 });
+
+  const tops = new BatchTops(index.database);
+  const evidence = new ClickHouseEvidenceStore(index.database, { tops });
+  const ours = (await evidence.anchoredBatches(100)).filter((w) => formed.some((f) => f.batch.batchId === w.batchId));
+  t.same(
+    ours.map((w) => [w.batchId, w.batchSeq, w.status]),
+    [
+      [b.batchId, 103, 'Anchored'],
+      [c.batchId, 102, 'Anchored'],
+      [a.batchId, 101, 'Anchored'],
+    ],
+  );
+  t.match(ours[0], { merkleRoot: b.merkleRoot, blockNumber: 103, treeSize: 40 });
+  t.same((await evidence.anchoredBatches(1)).map((w) => w.batchSeq), [103]);
+  t.same(await evidence.anchoredBatches(0), []);
+
+  t.equal(tops.bytes, 0);
+  await evidence.warmBatches(ours.map((w) => w.batchId));
+  const held = tops.bytes;
+  t.ok(held > 0, 'the tops of the warmed batches are held');
+  const target = formed[1]?.records[17];
+  if (target === undefined || formed[1] === undefined) throw new Error('fixture');
+  const found = await evidence.findRecord({ tenantId: 't-warm', collection: 'invoices', recordId: target.recordId });
+  t.same(found[0]?.merkleProof, proofOf(formed[1], target), 'a path completed from the warmed tops');
+  t.equal(tops.bytes, held, 'nothing more read');
 });

@@ -124,3 +124,26 @@ t.test('the oldest entry goes first when the cache is full', async (t) => {
   await cache.get(1, load(1));
   t.equal(loads, 4, 'the first key was dropped');
 });
+
+t.test('set keeps a value read elsewhere, unless the key holds a live value or is being loaded', async (t) => {
+  let now = 1_000;
+  const cache = new TtlCache<string, number>(100, 2, { now: () => now });
+  const never = (): Promise<number> => Promise.reject(new Error('not loaded'));
+  cache.set('a', 1);
+  t.equal(await cache.get('a', never), 1, 'kept as if loaded');
+  cache.set('a', 2);
+  t.equal(await cache.get('a', never), 1, 'a live value is at least as recent');
+  now += 100;
+  cache.set('a', 3);
+  t.equal(await cache.get('a', never), 3, 'an expired value is replaced');
+  const l = gatedLoader<number>();
+  const loading = cache.get('b', l.load);
+  cache.set('b', 9);
+  l.release(4);
+  t.equal(await loading, 4);
+  t.equal(await cache.get('b', never), 4, 'a load under way wins');
+  cache.set('c', 5, 0);
+  await t.rejects(cache.get('c', never), 'a time to live of 0 keeps nothing');
+  cache.set('d', 6);
+  await t.rejects(cache.get('a', never), 'the oldest goes past maxEntries');
+});

@@ -71,6 +71,15 @@ class FakeEvidence implements EvidenceIndex {
     this.batchReads += 1;
     return Promise.resolve(this.batch);
   }
+  /** The batch ids of each warmBatches call. */
+  readonly warmed: string[][] = [];
+  anchoredBatches(limit: number): Promise<BatchAnchor[]> {
+    return Promise.resolve(this.batch?.status === 'Anchored' ? [this.batch].slice(0, limit) : []);
+  }
+  warmBatches(batchIds: readonly string[]): Promise<void> {
+    this.warmed.push([...batchIds]);
+    return Promise.resolve();
+  }
   findByHash(): Promise<StoredRecord[]> {
     return Promise.resolve([]);
   }
@@ -193,4 +202,34 @@ t.test('the chain in steady use is read again behind the answers, never used pas
   t.match(await late, { verified: true });
   t.equal(chain.heads, 2);
   t.equal(chain.reads, 1, 'the anchor was read once');
+});
+
+t.test('the warm-up reads the newest anchored batches ahead: a first verification reads neither their row nor their anchor', async (t) => {
+  const { verifier, evidence, chain } = setup(60_000);
+  t.match(await verifier.warmUp({ batches: 10 }), { batches: 1, ms: Number });
+  t.same(evidence.warmed, [[anchored.batchId]]);
+  t.equal(evidence.batchReads, 0);
+  t.equal(chain.reads, 1, 'the anchor is read during the warm-up');
+  t.match(await verifier.verifyRecord(caller, { collection: 'invoices', recordId: 'r-0' }), { verified: true, reasonCategory: 'verified_anchored', batchSeq: 7 });
+  t.equal(evidence.batchReads, 0, 'the row read ahead answered');
+  t.equal(chain.reads, 1, 'the anchor read ahead answered');
+});
+
+t.test('no warm-up of 0 batches; with chain reads not reused, the warm-up keeps no row and reads no anchor', async (t) => {
+  const none = setup(60_000);
+  t.same(await none.verifier.warmUp({ batches: 0 }), { batches: 0, ms: 0 });
+  t.same(none.evidence.warmed, []);
+  const fresh = setup(0);
+  await fresh.verifier.warmUp({ batches: 10 });
+  t.equal(fresh.chain.reads, 0);
+  await fresh.verifier.verifyRecord(caller, { collection: 'invoices', recordId: 'r-0' });
+  t.equal(fresh.evidence.batchReads, 1, 'read when asked, as without a warm-up');
+  t.equal(fresh.chain.reads, 1);
+});
+
+t.test('a batch not anchored is not warmed', async (t) => {
+  const { verifier, evidence } = setup(60_000);
+  evidence.batch = { ...anchored, status: 'Pending' };
+  t.match(await verifier.warmUp({ batches: 10 }), { batches: 0, ms: Number });
+  t.same(evidence.warmed, []);
 });

@@ -179,6 +179,11 @@ export class BatchTops {
     return rows;
   }
 
+  /** Loads the upper levels of these batches, those not held, in one read. */
+  async warm(batchIds: readonly string[]): Promise<void> {
+    await this.#topsOf([...new Set(batchIds)]);
+  }
+
   async #topsOf(ids: readonly string[]): Promise<Map<string, UpperLevels>> {
     const out = new Map<string, UpperLevels>();
     const waits: Promise<void>[] = [];

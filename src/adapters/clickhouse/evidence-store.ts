@@ -96,6 +96,26 @@ export class ClickHouseEvidenceStore implements EvidenceIndex {
     return ids.map((id) => byId.get(id) ?? null);
   }
 
+  /**
+   * The newest row of every batch (FINAL, before the filter), the Anchored ones of highest
+   * sequence: a scan of the batches' narrow columns, the leaf arrays unread, made once when
+   * verification warms up.
+   */
+  async anchoredBatches(limit: number): Promise<BatchAnchor[]> {
+    if (limit <= 0) return [];
+    const rows = await this.#db.runner.query<BatchAnchorRow>(
+      `SELECT ${BATCH_ANCHOR_COLUMNS} FROM ${this.#db.table('batches')} FINAL
+       WHERE status = 'Anchored' ORDER BY batch_seq DESC, batch_id LIMIT {limit:UInt32}`,
+      { limit },
+    );
+    return rows.map(toBatchAnchor);
+  }
+
+  /** The upper levels of these batches' trees (batch-tops.ts), in one read of those not held. */
+  async warmBatches(batchIds: readonly string[]): Promise<void> {
+    await this.#tops.warm(batchIds);
+  }
+
   async findByHash(tenantId: string, kind: 'payloadHash' | 'recordHash', hash: string, limit: number): Promise<StoredRecord[]> {
     const column = kind === 'payloadHash' ? 'payload_hash' : 'record_hash';
     const rows = await this.#db.runner.query<EvidenceRow>(

@@ -38,6 +38,10 @@ export interface EvidenceIndex {
   findRecord(lookup: RecordLookup): Promise<StoredRecord[]>;
   /** A batch's state and anchor; null when unknown. Concurrent look-ups may be answered by one query. */
   findBatch(batchId: string): Promise<BatchAnchor | null>;
+  /** The Anchored batches of highest batchSeq, highest first, at most `limit`: what verification warms up with. */
+  anchoredBatches(limit: number): Promise<BatchAnchor[]>;
+  /** Reads ahead, in bulk, what answering the records of these batches needs beside each record's own row. */
+  warmBatches(batchIds: readonly string[]): Promise<void>;
   /** Records of a tenant carrying a payloadHash or recordHash, newest first, at most `limit`. */
   findByHash(tenantId: string, kind: 'payloadHash' | 'recordHash', hash: string, limit: number): Promise<StoredRecord[]>;
   /** The canonical payload text of one accepted record; null when unknown. */
