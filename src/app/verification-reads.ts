@@ -25,21 +25,19 @@ export interface ManifestEntry extends ManifestObservation {
 export type ManifestRead = ManifestEntry | 'invalid' | null;
 
 /**
- * Manifests kept at once: with uniform verifications over a hot index, every batch's manifest is
- * wanted again soon, and one refetched costs its parse and its root (a few ms for 1000 leaves).
- * A manifest of 1000 leaves holds about 90 KiB.
+ * Manifests kept as read (their answers): for a packed one, a small object over its packed
+ * leaves; a tampered one, never packed, is kept whole (about 90 KiB for 1000 leaves).
  */
 const MANIFEST_CACHE_ENTRIES = 2048;
 
 /**
- * Bytes of manifests kept packed besides (leaves as 32 bytes each, about 32 KiB for 1000), past the
- * 2048 kept in full: a manifest found packed is rebuilt in about a tenth of a millisecond, where
- * one fetched again costs its read, its parse and its root, and with an index of more batches than
- * the full cache holds, verifications drawn uniformly missed it a third of the time (3 000 000
- * records: 1 100 verifications/s, and 1 900 with the packed ones). 256 MiB: the manifests of
- * 8 000 000 records.
+ * Bytes of manifests kept packed (leaves as 32 bytes each, about 32 KiB for 1000). Fetching,
+ * parsing and hashing one again costs more than a whole verification, and with an index of more
+ * batches than the manifests kept, verifications drawn uniformly missed them (3 000 000 records
+ * with 2048 manifests kept: 1 100 verifications/s, and 1 900 with the packed ones). 384 MiB: the
+ * manifests of 12 000 000 records.
  */
-const PACKED_MANIFEST_BYTES = 256 * 1024 * 1024;
+const PACKED_MANIFEST_BYTES = 384 * 1024 * 1024;
 
 /** A manifest whose leaves are all 64 lowercase hex digits, packed. */
 interface PackedManifest {
@@ -49,11 +47,27 @@ interface PackedManifest {
   readonly leaves: Buffer;
 }
 
-function unpackManifest(p: PackedManifest): ManifestEntry {
-  const n = p.leaves.length / 32;
-  const leaves = new Array<string>(n);
-  for (let i = 0; i < n; i++) leaves[i] = p.leaves.toString('hex', i * 32, i * 32 + 32);
-  return { merkleRoot: p.merkleRoot, treeSize: p.treeSize, computedRoot: p.computedRoot, leaves };
+/**
+ * A packed manifest as verification reads it: assess reads the packed leaves; their text, which
+ * only batch mode reads, is built on first use (a thousand strings a manifest, most of them
+ * garbage a moment later, were a sixth of the main thread's time in collections at 10 M records).
+ */
+function entryOf(p: PackedManifest): ManifestEntry {
+  let text: string[] | undefined;
+  return {
+    merkleRoot: p.merkleRoot,
+    treeSize: p.treeSize,
+    computedRoot: p.computedRoot,
+    packedLeaves: p.leaves,
+    get leaves(): readonly string[] {
+      if (text === undefined) {
+        const n = p.leaves.length / 32;
+        text = new Array<string>(n);
+        for (let i = 0; i < n; i++) text[i] = p.leaves.toString('hex', i * 32, i * 32 + 32);
+      }
+      return text;
+    },
+  };
 }
 
 /**
@@ -180,8 +194,8 @@ export class VerificationReads {
     if (pinner === null) return null;
     try {
       return await this.#manifests.get(cid, async () => {
-        const packed = this.#packed.get(cid);
-        if (packed !== undefined) return unpackManifest(packed);
+        const held = this.#packed.get(cid);
+        if (held !== undefined) return entryOf(held);
         const bytes = await pinner.cat(cid, { timeoutMs: this.deps.ipfsTimeoutMs });
         const m = parseManifest(bytes);
         if (m === null) return 'invalid';
@@ -189,9 +203,9 @@ export class VerificationReads {
         // with any other leaf (a tampered one) is kept in full only: its text must come back as it was.
         const leaves = packHexLeaves(m.leaves);
         if (leaves === null) return { merkleRoot: m.merkleRoot, treeSize: m.treeSize, leaves: m.leaves, computedRoot: rootOfLeaves(this.deps.hashing, m.leaves) };
-        const computedRoot = rootOfPackedLeaves(this.deps.hashing, leaves);
-        this.#packed.add(cid, { merkleRoot: m.merkleRoot, treeSize: m.treeSize, computedRoot, leaves });
-        return { merkleRoot: m.merkleRoot, treeSize: m.treeSize, leaves: m.leaves, computedRoot };
+        const packed: PackedManifest = { merkleRoot: m.merkleRoot, treeSize: m.treeSize, computedRoot: rootOfPackedLeaves(this.deps.hashing, leaves), leaves };
+        this.#packed.add(cid, packed);
+        return entryOf(packed);
       });
     } catch (err) {
       this.deps.log.warn({ code: codeOf(err) }, 'manifest fetch failed');

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { JsHashingBackend } from '../../src/adapters/hashing/js-backend.js';
 import { toHex } from '../../src/domain/hashing/merkle.js';
-import { rootOfLeaves, rootOfPackedLeaves } from '../../src/domain/verification/assess.js';
+import { assess, rootOfLeaves, rootOfPackedLeaves, type Claim, type ManifestObservation } from '../../src/domain/verification/assess.js';
+import { HASH_SCHEME, type RecordEnvelope } from '../../src/domain/records/types.js';
 import { packHexLeaves, splitLeaves } from '../../src/domain/verification/hex-leaves.js';
 
 const hashing = new JsHashingBackend();
@@ -46,5 +47,44 @@ t.test('the root is the same through the packed path and the per-leaf path', (t)
   // A malformed leaf hashes as empty input, so the root is one no chain holds.
   const tampered = [...leaves.slice(0, 999), 'not hex'];
   t.equal(rootOfLeaves(hashing, tampered), toHex(hashing.merkleRoot([...leaves.slice(0, 999).map((l) => Buffer.from(l, 'hex')), new Uint8Array(0)])));
+  t.end();
+});
+
+t.test('assess checks a record against packed leaves as against their text', (t) => {
+  const leaves = Array.from({ length: 5 }, leaf);
+  const root = rootOfLeaves(hashing, leaves);
+  const text: ManifestObservation = { merkleRoot: root, treeSize: 5, leaves, computedRoot: root };
+  const packed: ManifestObservation = { ...text, leaves: [], packedLeaves: packHexLeaves(leaves) ?? new Uint8Array(0) };
+  const envelope: RecordEnvelope = {
+    hashScheme: HASH_SCHEME,
+    tenantId: 'acme',
+    database: 'erp',
+    collection: 'invoices',
+    recordId: 'r-1',
+    recordVersion: '1',
+    operationType: 'upsert',
+    sourceTimestamp: null,
+    payloadHash: '0'.repeat(64),
+    salt: '0'.repeat(32),
+  };
+  const claim = (recordHash: string, leafIndex: number, treeSize = 5): Claim => ({ envelope, recordHash, leafIndex, treeSize, merkleProof: [], merkleRoot: root, batchSeq: 1 });
+  const cases: [string, Claim][] = [
+    ['its leaf', claim(leaves[3] ?? '', 3)],
+    ['another leaf', claim(leaves[2] ?? '', 3)],
+    ['the first', claim(leaves[0] ?? '', 0)],
+    ['the last', claim(leaves[4] ?? '', 4)],
+    ['past the end', claim(leaves[4] ?? '', 5)],
+    ['a negative index', claim(leaves[0] ?? '', -1)],
+    ['upper case', claim((leaves[3] ?? '').toUpperCase(), 3)],
+    ['not hex', claim('zz', 3)],
+    ['another tree size', claim(leaves[3] ?? '', 3, 6)],
+  ];
+  for (const [name, c] of cases) {
+    const a = assess(hashing, c, { chain: null, manifest: text });
+    const b = assess(hashing, c, { chain: null, manifest: packed });
+    t.equal(b.checks.hashMatchesIpfs, a.checks.hashMatchesIpfs, name);
+  }
+  t.equal(assess(hashing, cases[0]![1], { chain: null, manifest: packed }).checks.hashMatchesIpfs, true);
+  t.equal(assess(hashing, cases[1]![1], { chain: null, manifest: packed }).checks.hashMatchesIpfs, false);
   t.end();
 });

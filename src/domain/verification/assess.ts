@@ -1,5 +1,5 @@
 import type { HashingBackend } from '../hashing/port.js';
-import { equalBytes, fromHex, toHex } from '../hashing/merkle.js';
+import { equalBytes, fromHex, HASH_LEN, toHex } from '../hashing/merkle.js';
 import type { RecordEnvelope } from '../records/types.js';
 import { packHexLeaves, splitLeaves } from './hex-leaves.js';
 import { REASON_STATUS, type ReasonCategory, type VerificationStatus } from './types.js';
@@ -33,7 +33,13 @@ export interface ChainObservation {
 export interface ManifestObservation {
   readonly merkleRoot: string;
   readonly treeSize: number;
+  /** The leaves as the manifest wrote them (an observer holding them packed may build these on first use). */
   readonly leaves: readonly string[];
+  /**
+   * When every leaf is 64 lowercase hex digits, an observer may give them as 32 bytes each, back
+   * to back (packHexLeaves): assess then reads these, not `leaves`.
+   */
+  readonly packedLeaves?: Uint8Array;
   /** The root recomputed from `leaves` by the observer, when it already did (a cache); else assess does. */
   readonly computedRoot?: string;
 }
@@ -118,7 +124,7 @@ export function assess(hashing: HashingBackend, claim: Claim, obs: Observations)
   if (obs.manifest !== undefined && obs.manifest !== null) {
     const m = obs.manifest;
     manifestRoot = m.computedRoot ?? rootOfLeaves(hashing, m.leaves);
-    checks.hashMatchesIpfs = m.leaves[claim.leafIndex] === claim.recordHash && m.leaves.length === claim.treeSize && m.treeSize === claim.treeSize;
+    checks.hashMatchesIpfs = leafIs(m, claim.leafIndex, claim.recordHash) && leafCount(m) === claim.treeSize && m.treeSize === claim.treeSize;
   }
   if (obs.chain !== null) {
     const a = obs.chain.anchorOfRoot;
@@ -180,6 +186,19 @@ export function rootOfPackedLeaves(hashing: HashingBackend, packed: Uint8Array):
 /** Hex that may be malformed (a tampered manifest): malformed leaves hash as empty input. */
 function fromHexSafe(hex: string): Uint8Array {
   return /^[0-9a-f]{64}$/.test(hex) ? hashBytes(hex) : new Uint8Array(0);
+}
+
+function leafCount(m: ManifestObservation): number {
+  return m.packedLeaves === undefined ? m.leaves.length : m.packedLeaves.length / HASH_LEN;
+}
+
+/** Whether the manifest's leaf `index` is `hash` (as text: a hash other than lowercase hex matches no packed leaf). */
+function leafIs(m: ManifestObservation, index: number, hash: string): boolean {
+  const packed = m.packedLeaves;
+  if (packed === undefined) return m.leaves[index] === hash;
+  if (!Number.isSafeInteger(index) || index < 0 || (index + 1) * HASH_LEN > packed.length) return false;
+  const wanted = packHexLeaves([hash]);
+  return wanted !== null && equalBytes(packed.subarray(index * HASH_LEN, (index + 1) * HASH_LEN), wanted);
 }
 
 /** The leaf index of a record hash in a manifest, or -1. */
