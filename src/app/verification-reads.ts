@@ -172,8 +172,9 @@ export class VerificationReads {
    * Reads ahead what a stored-mode verification of these batches reads after the record: the
    * batch rows given (kept as if read now), the chain's anchors of their roots (at the present
    * checkpoint, when anchors are reused at all) and their manifests, one after another while the
-   * packed manifests' budget has a tenth left, so warming never evicts what it warmed. Best
-   * effort: what cannot be read now is read when a verification asks for it.
+   * packed manifests' budget has a tenth left, so warming never evicts what it warmed, and no
+   * further once one cannot be fetched (IPFS down would otherwise cost a fetch deadline each).
+   * Best effort: what cannot be read now is read when a verification asks for it.
    */
   async warm(batches: readonly BatchAnchor[], signal?: AbortSignal): Promise<void> {
     const anchored = batches.filter((b) => b.status === 'Anchored' && b.batchSeq !== null);
@@ -183,7 +184,7 @@ export class VerificationReads {
       this.#anchors === null || chain === null ? [] : anchored.map(async (b) => this.anchorOf(chain, b.merkleRoot).catch((err: unknown) => void this.deps.log.debug({ code: codeOf(err) }, 'warming an anchor failed')));
     for (const b of anchored) {
       if (signal?.aborted === true || this.#packed.bytes >= PACKED_MANIFEST_BYTES * 0.9) break;
-      if (b.manifestCid !== null) await this.manifest(b.manifestCid);
+      if (b.manifestCid !== null && (await this.manifest(b.manifestCid)) === null) break;
     }
     await Promise.all(anchors);
   }

@@ -72,8 +72,9 @@ async function openVerification(w: ApiInputs, gatewayBase: () => string | undefi
 
 /**
  * Verification's read-ahead of the newest batches (verification-warm-up.ts), behind the answers
- * from the moment the server listens; a graceful stop ends it between two pages, before the
- * index closes. A failure costs only the read-ahead: each verification still reads what it needs.
+ * from the moment the server listens; a graceful stop ends it between two reads, before the index
+ * closes, waiting for the read under way no later than the drain deadline. A failure costs only
+ * the read-ahead: each verification still reads what it needs.
  */
 function warmVerificationBehind(w: ApiInputs, verifier: Verifier): void {
   if (w.cfg.verifyWarmBatches === 0) return;
@@ -82,9 +83,14 @@ function warmVerificationBehind(w: ApiInputs, verifier: Verifier): void {
     () => undefined,
     (err: unknown) => w.log.warn({ err }, 'verification warm-up stopped'),
   );
-  w.closers.addDrain(async () => {
+  w.closers.addDrain(async (deadlineAtMs) => {
     stop.abort();
-    await warming;
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, Math.max(0, deadlineAtMs - Date.now()));
+    });
+    await Promise.race([warming, deadline]);
+    clearTimeout(timer);
   });
 }
 

@@ -2,7 +2,7 @@ import t from 'tap';
 import { JsHashingBackend } from '../../src/adapters/hashing/js-backend.js';
 import { VerificationReads } from '../../src/app/verification-reads.js';
 import type { Pinner } from '../../src/domain/pipeline/ports.js';
-import type { EvidenceIndex } from '../../src/domain/verification/ports.js';
+import type { BatchAnchor, EvidenceIndex } from '../../src/domain/verification/ports.js';
 import { rootOfLeaves } from '../../src/domain/verification/assess.js';
 import { componentLogger } from '../../src/util/logger.js';
 
@@ -63,4 +63,26 @@ void t.test('a manifest with leaves that are not lowercase hex is kept in full o
   const again = await r.manifest('m0');
   t.equal(cats.get('m0'), 2, 'fetched again');
   t.same(again !== null && again !== 'invalid' ? again.leaves : null, odd(0), 'its leaves as they were written');
+});
+
+void t.test('warming reads manifests one after another and stops at the first that cannot be fetched', async (t) => {
+  const cats: string[] = [];
+  const down: Pinner = {
+    add: () => Promise.reject(new Error('not used')),
+    cidOf: () => Promise.reject(new Error('not used')),
+    cat: (cid) => {
+      cats.push(cid);
+      return cid === 'm1' ? Promise.reject(new Error('ipfs down')) : Promise.resolve(manifestOf(0, leavesOf(0)));
+    },
+    check: () => Promise.resolve(),
+    close: () => Promise.resolve(),
+  };
+  const batch = (i: number): BatchAnchor => ({ batchId: `b${i}`, status: 'Anchored', batchSeq: i + 1, manifestCid: `m${i}`, merkleRoot: rootOfLeaves(hashing, leavesOf(i)) }) as BatchAnchor;
+  await reads(down).warm([0, 1, 2, 3].map(batch));
+  t.same(cats, ['m0', 'm1']);
+  const stop = new AbortController();
+  stop.abort();
+  cats.length = 0;
+  await reads(down).warm([0, 1].map(batch), stop.signal);
+  t.same(cats, [], 'nothing once stopped');
 });
