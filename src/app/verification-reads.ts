@@ -93,6 +93,10 @@ export interface VerificationReadDeps {
   readonly log: Logger;
 }
 
+function isAnchored(b: BatchAnchor): boolean {
+  return b.status === 'Anchored' && b.batchSeq !== null;
+}
+
 export function codeOf(err: unknown): string | undefined {
   return err instanceof DrisError ? err.code : undefined;
 }
@@ -169,24 +173,29 @@ export class VerificationReads {
   }
 
   /**
-   * Reads ahead what a stored-mode verification of these batches reads after the record: the
-   * batch rows given (kept as if read now), the chain's anchors of their roots (at the present
-   * checkpoint, when anchors are reused at all) and their manifests, one after another while the
-   * packed manifests' budget has a tenth left, so warming never evicts what it warmed, and no
-   * further once one cannot be fetched (IPFS down would otherwise cost a fetch deadline each).
-   * Best effort: what cannot be read now is read when a verification asks for it.
+   * Reads ahead what a stored-mode verification of these batches would otherwise ask the index and
+   * the chain for after the record: the batch rows given (kept as if read now) and the chain's
+   * anchors of their roots (at the present checkpoint, when anchors are reused at all). Best
+   * effort: an anchor that cannot be read now is read when a verification asks for it.
    */
-  async warm(batches: readonly BatchAnchor[], signal?: AbortSignal): Promise<void> {
-    const anchored = batches.filter((b) => b.status === 'Anchored' && b.batchSeq !== null);
+  async warmBatches(batches: readonly BatchAnchor[]): Promise<void> {
+    const anchored = batches.filter(isAnchored);
     for (const b of anchored) this.#anchoredBatches.set(b.batchId, b);
     const chain = this.deps.chain;
-    const anchors =
-      this.#anchors === null || chain === null ? [] : anchored.map(async (b) => this.anchorOf(chain, b.merkleRoot).catch((err: unknown) => void this.deps.log.debug({ code: codeOf(err) }, 'warming an anchor failed')));
-    for (const b of anchored) {
-      if (signal?.aborted === true || this.#packed.bytes >= PACKED_MANIFEST_BYTES * 0.9) break;
-      if (b.manifestCid !== null && (await this.manifest(b.manifestCid)) === null) break;
+    if (this.#anchors === null || chain === null) return;
+    await Promise.all(anchored.map(async (b) => this.anchorOf(chain, b.merkleRoot).catch((err: unknown) => void this.deps.log.debug({ code: codeOf(err) }, 'warming an anchor failed'))));
+  }
+
+  /**
+   * Reads ahead these batches' manifests, one after another while the packed manifests' budget has
+   * a tenth left (so warming never evicts what it warmed), and no further once one cannot be
+   * fetched (IPFS down would otherwise cost a fetch deadline each).
+   */
+  async warmManifests(batches: readonly BatchAnchor[], signal?: AbortSignal): Promise<void> {
+    for (const b of batches) {
+      if (signal?.aborted === true || this.#packed.bytes >= PACKED_MANIFEST_BYTES * 0.9) return;
+      if (isAnchored(b) && b.manifestCid !== null && (await this.manifest(b.manifestCid)) === null) return;
     }
-    await Promise.all(anchors);
   }
 
   /** A manifest by CID (see ManifestRead). */

@@ -78,11 +78,11 @@ void t.test('warming reads manifests one after another and stops at the first th
     close: () => Promise.resolve(),
   };
   const batch = (i: number): BatchAnchor => ({ batchId: `b${i}`, status: 'Anchored', batchSeq: i + 1, manifestCid: `m${i}`, merkleRoot: rootOfLeaves(hashing, leavesOf(i)) }) as BatchAnchor;
-  await reads(down).warm([0, 1, 2, 3].map(batch));
+  await reads(down).warmManifests([0, 1, 2, 3].map(batch));
   t.same(cats, ['m0', 'm1']);
   const stop = new AbortController();
   stop.abort();
   cats.length = 0;
-  await reads(down).warm([0, 1].map(batch), stop.signal);
+  await reads(down).warmManifests([0, 1].map(batch), stop.signal);
   t.same(cats, [], 'nothing once stopped');
 });
