@@ -320,6 +320,13 @@ t.test('tampered index rows and manifests', async (t) => {
     `INSERT INTO dris.batches SELECT * REPLACE ('Failed' AS status, '${'f'.repeat(64)}' AS merkle_root, version + 100 AS version) FROM dris.batches FINAL WHERE batch_id = '${batch2}'`,
   ]);
   await restart();
+  // The answers below come from what the start read ahead (the tampered batch 1 included): the
+  // same as read at the verification.
+  const warmed = await eventually(() => {
+    const line = svc.logs.find((l) => l.includes('"msg":"verification warmed up"'));
+    return Promise.resolve(line === undefined ? undefined : (JSON.parse(line) as { batches: number }));
+  }, 30_000);
+  t.ok(warmed.batches >= 1, 'the anchored batch was read ahead');
 
   t.match(await verify({ collection: 'invoices', recordId: 'a' }), { verified: false, verificationStatus: 'fail', reasonCategory: 'record_hash_mismatch' });
   t.match(await verify({ collection: 'invoices', recordId: 'b' }), { verified: false, verificationStatus: 'fail', reasonCategory: 'proof_invalid' });
