@@ -152,7 +152,11 @@ export interface Config {
   readonly ipfsTimeoutMs: number;
   /** How long verification reuses a chain read of one batch root, milliseconds (0: read every time). */
   readonly verifyChainCacheMs: number;
-  /** Anchored batches whose verification reads are read ahead at start, newest first (0: none). */
+  /**
+   * Anchored batches whose verification reads are read ahead at start, newest first (0: none). At
+   * most 16 000: the tree tops kept (64 MiB) hold that many 1000-leaf batches, and reading ahead
+   * more would evict what was read.
+   */
   readonly verifyWarmBatches: number;
   /**
    * Embedded engine: once no record has reached the look-up table for this long, milliseconds, its
