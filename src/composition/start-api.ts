@@ -17,6 +17,7 @@ import type { RequestObserver } from '../http/request-observer.js';
 import { UwsHttpServer } from '../http/uws-server.js';
 import { findNativeAddon } from '../adapters/hashing/native-backend.js';
 import type { Logger } from '../util/logger.js';
+import { withTimeout } from '../util/with-timeout.js';
 import type { Closers } from './closers.js';
 import type { Hashing } from './open-hashing.js';
 import { openAdmission } from './open-admission.js';
@@ -85,12 +86,8 @@ function warmVerificationBehind(w: ApiInputs, verifier: Verifier): void {
   );
   w.closers.addDrain(async (deadlineAtMs) => {
     stop.abort();
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, Math.max(0, deadlineAtMs - Date.now()));
-    });
-    await Promise.race([warming, deadline]);
-    clearTimeout(timer);
+    // Past the deadline the index closes under the read still under way; warming logs its failure.
+    await withTimeout(warming, Math.max(0, deadlineAtMs - Date.now()), 'the verification warm-up').catch(() => undefined);
   });
 }
 

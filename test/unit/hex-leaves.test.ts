@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { JsHashingBackend } from '../../src/adapters/hashing/js-backend.js';
-import { toHex } from '../../src/domain/hashing/merkle.js';
+import { splitLeaves, toHex } from '../../src/domain/hashing/merkle.js';
 import { assess, rootOfLeaves, rootOfPackedLeaves, type Claim, type ManifestObservation } from '../../src/domain/verification/assess.js';
 import { HASH_SCHEME, type RecordEnvelope } from '../../src/domain/records/types.js';
-import { packHexLeaves, splitLeaves } from '../../src/domain/verification/hex-leaves.js';
+import { packHexLeaves } from '../../src/domain/verification/hex-leaves.js';
 
 const hashing = new JsHashingBackend();
 const leaf = (): string => randomBytes(32).toString('hex');

@@ -1,6 +1,6 @@
 import { move, transferableSymbol, valueSymbol, workerData } from 'piscina';
 import type { FieldError } from '../../errors/dris-error.js';
-import { HASH_LEN } from '../../domain/hashing/merkle.js';
+import { splitLeaves } from '../../domain/hashing/merkle.js';
 import type { BodyShape, HashingBackend, PreparedPayload } from '../../domain/hashing/port.js';
 import type { RecordEnvelope } from '../../domain/records/types.js';
 import { NativeHashingBackend, useNativeAddon, type PackedPrepared } from './native-backend.js';
@@ -35,12 +35,6 @@ const data = (workerData ?? {}) as { backend?: HashBackendChoice; nativeAddon?: 
 useNativeAddon(data.nativeAddon);
 const backendReady: Promise<HashingBackend> = loadHashingBackend(data.backend ?? 'auto').then((l) => l.backend);
 
-function split32(packed: Uint8Array): Uint8Array[] {
-  const out: Uint8Array[] = [];
-  for (let k = 0; k + HASH_LEN <= packed.length; k += HASH_LEN) out.push(packed.subarray(k, k + HASH_LEN));
-  return out;
-}
-
 function moved<T extends object>(value: T, buffers: ArrayBufferLike[]): unknown {
   return move({ [transferableSymbol]: buffers, [valueSymbol]: value } as never);
 }
@@ -69,11 +63,11 @@ export async function run(task: HashTask): Promise<unknown> {
     case 'recordHashes':
       return backend.recordHashes(task.envelopes);
     case 'merkleRoot': {
-      const root = owning(backend.merkleRoot(split32(task.leaves)));
+      const root = owning(backend.merkleRoot(splitLeaves(task.leaves)));
       return moved(root, [root.buffer]);
     }
     case 'allProofs': {
-      const all = backend.allProofs(split32(task.leaves));
+      const all = backend.allProofs(splitLeaves(task.leaves));
       const msg: AllProofsMessage = { treeSize: all.treeSize, root: all.root.slice(), hashes: owning(all.hashes), offsets: owning(all.offsets) };
       const buffers = new Set<ArrayBufferLike>([msg.root.buffer, msg.hashes.buffer, msg.offsets.buffer]);
       return moved(msg, [...buffers]);

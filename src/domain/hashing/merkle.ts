@@ -306,6 +306,13 @@ function isPowerOfTwo(n: number): boolean {
   return n > 0 && (n & (n - 1)) === 0;
 }
 
+/** Views of each 32-byte leaf of leaves packed back to back (no copy); a trailing partial leaf is left out. */
+export function splitLeaves(packed: Uint8Array): Uint8Array[] {
+  const out = new Array<Uint8Array>(Math.floor(packed.length / HASH_LEN));
+  for (let i = 0; i < out.length; i++) out[i] = packed.subarray(i * HASH_LEN, (i + 1) * HASH_LEN);
+  return out;
+}
+
 export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
   let d = 0;

@@ -1,7 +1,7 @@
 import type { HashingBackend } from '../hashing/port.js';
-import { equalBytes, fromHex, HASH_LEN, toHex } from '../hashing/merkle.js';
+import { equalBytes, fromHex, HASH_LEN, splitLeaves, toHex } from '../hashing/merkle.js';
 import type { RecordEnvelope } from '../records/types.js';
-import { packHexLeaves, splitLeaves } from './hex-leaves.js';
+import { packHexLeaves } from './hex-leaves.js';
 import { REASON_STATUS, type ReasonCategory, type VerificationStatus } from './types.js';
 
 /**
@@ -192,13 +192,13 @@ function leafCount(m: ManifestObservation): number {
   return m.packedLeaves === undefined ? m.leaves.length : m.packedLeaves.length / HASH_LEN;
 }
 
-/** Whether the manifest's leaf `index` is `hash` (as text: a hash other than lowercase hex matches no packed leaf). */
+/** Whether the manifest's leaf `index`, as the manifest wrote it, is `hash`. */
 function leafIs(m: ManifestObservation, index: number, hash: string): boolean {
   const packed = m.packedLeaves;
   if (packed === undefined) return m.leaves[index] === hash;
   if (!Number.isSafeInteger(index) || index < 0 || (index + 1) * HASH_LEN > packed.length) return false;
-  const wanted = packHexLeaves([hash]);
-  return wanted !== null && equalBytes(packed.subarray(index * HASH_LEN, (index + 1) * HASH_LEN), wanted);
+  // Packed leaves were written as lowercase hex, so their text is this one leaf's.
+  return Buffer.from(packed.buffer, packed.byteOffset, packed.byteLength).toString('hex', index * HASH_LEN, (index + 1) * HASH_LEN) === hash;
 }
 
 /** The leaf index of a record hash in a manifest, or -1. */

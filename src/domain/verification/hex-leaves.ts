@@ -33,10 +33,3 @@ export function packHexLeaves(leaves: readonly string[]): Buffer | null {
   }
   return out;
 }
-
-/** Views of each 32-byte leaf of a packed buffer (no copy). */
-export function splitLeaves(packed: Uint8Array): Uint8Array[] {
-  const out = new Array<Uint8Array>(Math.floor(packed.length / HASH_LEN));
-  for (let i = 0; i < out.length; i++) out[i] = packed.subarray(i * HASH_LEN, (i + 1) * HASH_LEN);
-  return out;
-}
