@@ -19,6 +19,7 @@ mod http_guard;
 mod jcs;
 mod json;
 mod merkle;
+mod prefetch;
 mod sha;
 
 // Parsing allocates many short-lived vectors; glibc malloc spent as long on them as the parser did.

@@ -1,3 +1,4 @@
+import { freemem } from 'node:os';
 import { MIN_ADMIN_TOKEN_BYTES, type Config } from '../config/config.js';
 import type { AdmissionStore } from '../domain/limits/ports.js';
 import type { RecordQueue } from '../domain/records/ports.js';
@@ -72,15 +73,17 @@ async function openVerification(w: ApiInputs, gatewayBase: () => string | undefi
 }
 
 /**
- * Verification's read-ahead of the newest batches (verification-warm-up.ts), behind the answers
- * from the moment the server listens; a graceful stop ends it between two reads, before the index
+ * Verification's read-ahead of the newest batches and of the records' storage
+ * (verification-warm-up.ts), behind the answers from the moment the server listens; a graceful stop ends it between two reads, before the index
  * closes, waiting for the read under way no later than the drain deadline. A failure costs only
  * the read-ahead: each verification still reads what it needs.
  */
 function warmVerificationBehind(w: ApiInputs, verifier: Verifier): void {
-  if (w.cfg.verifyWarmBatches === 0) return;
+  // Page cache is memory too: at most half of what the system has to spare now.
+  const prefetchBytes = Math.min(w.cfg.verifyPrefetchMiB * 1024 * 1024, Math.floor(freemem() / 2));
+  if (w.cfg.verifyWarmBatches === 0 && prefetchBytes === 0) return;
   const stop = new AbortController();
-  const warming = verifier.warmUp({ batches: w.cfg.verifyWarmBatches, signal: stop.signal }).then(
+  const warming = verifier.warmUp({ batches: w.cfg.verifyWarmBatches, prefetchBytes, signal: stop.signal }).then(
     () => undefined,
     (err: unknown) => w.log.warn({ err }, 'verification warm-up stopped'),
   );

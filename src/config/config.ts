@@ -107,6 +107,7 @@ function readService(r: Reader, cwd: string): Omit<Config, 'http' | 'ops' | 'cha
     leaderLeaseMs: r.int('DRIS_LEADER_LEASE_MS', 10_000, 500, 600_000),
     verifyChainCacheMs: r.int('DRIS_VERIFY_CHAIN_CACHE_MS', 5_000, 0, 3_600_000),
     verifyWarmBatches: r.int('DRIS_VERIFY_WARM_BATCHES', 10_000, 0, 16_000),
+    verifyPrefetchMiB: r.int('DRIS_VERIFY_PREFETCH_MIB', 8192, 0, 1_048_576),
     indexCompactIdleMs: r.int('DRIS_INDEX_COMPACT_IDLE_MS', 300_000, 0, 86_400_000),
   };
 }

@@ -159,6 +159,12 @@ export interface Config {
    */
   readonly verifyWarmBatches: number;
   /**
+   * Embedded engine: MiB of the records' look-up table read ahead into the page cache at start,
+   * newest parts first (0: none). The service asks for no more than half of the memory the
+   * system reports available then. Default 8192.
+   */
+  readonly verifyPrefetchMiB: number;
+  /**
    * Embedded engine: once no record has reached the look-up table for this long, milliseconds, its
    * parts are merged into one (look-ups cost per part); 0 never. Default 5 minutes.
    */

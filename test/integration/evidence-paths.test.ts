@@ -176,3 +176,18 @@ void t.test('the warm-up reads: the anchored batches of highest sequence by thei
   t.same(found[0]?.merkleProof, proofOf(formed[1], target), 'a path completed from the warmed tops');
   t.equal(tops.bytes, held, 'nothing more read');
 });
+
+void t.test("the records' look-up table read ahead: its parts' files, within the budget", async (t) => {
+  await index.records.insertRecords(Array.from({ length: 50 }, () => invoice('t-prefetch')));
+  const evidence = new ClickHouseEvidenceStore(index.database);
+  const all = await evidence.prefetchRecords(1024 * 1024 * 1024);
+  t.ok(all.tableBytes > 0, 'the table holds bytes');
+  // A part's small files besides those bytes_on_disk counts are read too; a part merged away
+  // meanwhile is skipped (its rows are in the part that replaced it).
+  t.ok(all.bytes > 0 && all.bytes < all.tableBytes + 64 * 1024, `the table asked for (${all.bytes} of ${all.tableBytes})`);
+  t.equal((await evidence.prefetchRecords(1000)).bytes, 1000, 'no byte past the budget');
+  t.equal((await evidence.prefetchRecords(0)).bytes, 0);
+  const stop = new AbortController();
+  stop.abort();
+  t.equal((await evidence.prefetchRecords(1024 * 1024, stop.signal)).bytes, 0, 'a stopped read-ahead asks for nothing');
+});

@@ -162,7 +162,12 @@ t.test('verification warm-up: 10 000 batches by default, 0 turns it off, at most
   t.equal(loadConfig({}, '/srv').verifyWarmBatches, 10_000);
   t.equal(loadConfig({ DRIS_VERIFY_WARM_BATCHES: '0' }, '/srv').verifyWarmBatches, 0);
   t.equal(loadConfig({ DRIS_VERIFY_WARM_BATCHES: '16000' }, '/srv').verifyWarmBatches, 16_000);
+  t.equal(loadConfig({}, '/srv').verifyPrefetchMiB, 8192);
+  t.equal(loadConfig({ DRIS_VERIFY_PREFETCH_MIB: '0' }, '/srv').verifyPrefetchMiB, 0);
   for (const bad of ['-1', '16001', 'many']) {
     t.throws(() => loadConfig({ DRIS_VERIFY_WARM_BATCHES: bad }, '/srv'), { code: 'config_invalid', fields: [{ path: 'DRIS_VERIFY_WARM_BATCHES' }] }, bad);
+  }
+  for (const bad of ['-1', '1048577', '1.5']) {
+    t.throws(() => loadConfig({ DRIS_VERIFY_PREFETCH_MIB: bad }, '/srv'), { code: 'config_invalid', fields: [{ path: 'DRIS_VERIFY_PREFETCH_MIB' }] }, bad);
   }
 });

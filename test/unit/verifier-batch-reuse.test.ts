@@ -4,7 +4,7 @@ import { Verifier } from '../../src/app/verifier.js';
 import { formBatch } from '../../src/domain/pipeline/batch-formation.js';
 import type { PipelineStore } from '../../src/domain/pipeline/ports.js';
 import { HASH_SCHEME, type AcceptedRecord, type RecordEnvelope } from '../../src/domain/records/types.js';
-import type { BatchAnchor, BlockRef, EvidenceIndex, StoredRecord, VerificationHistory } from '../../src/domain/verification/ports.js';
+import type { BatchAnchor, BlockRef, EvidenceIndex, RecordsPrefetch, StoredRecord, VerificationHistory } from '../../src/domain/verification/ports.js';
 import { EventlessChain } from '../harness/eventless-chain.js';
 /**
  * Stored-mode verification reuses an Anchored batch's row beyond the chain cache, but only while
@@ -79,6 +79,12 @@ class FakeEvidence implements EvidenceIndex {
   warmBatches(batchIds: readonly string[]): Promise<void> {
     this.warmed.push([...batchIds]);
     return Promise.resolve();
+  }
+  /** The budget of each prefetchRecords call. */
+  readonly prefetched: number[] = [];
+  prefetchRecords(maxBytes: number): Promise<RecordsPrefetch> {
+    this.prefetched.push(maxBytes);
+    return Promise.resolve({ bytes: Math.min(maxBytes, 1000), tableBytes: 1000 });
   }
   findByHash(): Promise<StoredRecord[]> {
     return Promise.resolve([]);
@@ -217,7 +223,8 @@ t.test('the warm-up reads the newest anchored batches ahead: a first verificatio
 
 t.test('no warm-up of 0 batches; with chain reads not reused, the warm-up keeps no row and reads no anchor', async (t) => {
   const none = setup(60_000);
-  t.same(await none.verifier.warmUp({ batches: 0 }), { batches: 0, ms: 0 });
+  t.same(await none.verifier.warmUp({ batches: 0 }), { batches: 0, prefetchedBytes: 0, ms: 0 });
+  t.same(none.evidence.prefetched, [], 'no read-ahead of the records without a budget');
   t.same(none.evidence.warmed, []);
   const fresh = setup(0);
   await fresh.verifier.warmUp({ batches: 10 });
@@ -225,6 +232,20 @@ t.test('no warm-up of 0 batches; with chain reads not reused, the warm-up keeps 
   await fresh.verifier.verifyRecord(caller, { collection: 'invoices', recordId: 'r-0' });
   t.equal(fresh.evidence.batchReads, 1, 'read when asked, as without a warm-up');
   t.equal(fresh.chain.reads, 1);
+});
+
+t.test("the warm-up brings the records' storage into memory within its budget, alongside the batches; a failure there costs only that", async (t) => {
+  const { verifier, evidence } = setup(60_000);
+  t.match(await verifier.warmUp({ batches: 10, prefetchBytes: 500 }), { batches: 1, prefetchedBytes: 500 });
+  t.same(evidence.prefetched, [500]);
+  t.same(evidence.warmed, [[anchored.batchId]]);
+  const alone = setup(60_000);
+  t.match(await alone.verifier.warmUp({ batches: 0, prefetchBytes: 5000 }), { batches: 0, prefetchedBytes: 1000 });
+  t.same(alone.evidence.warmed, [], 'no batch read ahead');
+  const failing = setup(60_000);
+  failing.evidence.prefetchRecords = () => Promise.reject(new Error('disk'));
+  t.match(await failing.verifier.warmUp({ batches: 10, prefetchBytes: 500 }), { batches: 1, prefetchedBytes: 0 });
+  t.same(failing.evidence.warmed, [[anchored.batchId]], 'the batches are read ahead all the same');
 });
 
 t.test('a batch not anchored is not warmed', async (t) => {

@@ -42,6 +42,8 @@ export class ChdbSqlRunner implements SqlRunner {
    * one-at-a-time engine does while verifications run.
    */
   readonly pointReadSettings = 'enable_analyzer = 0';
+  /** In this process: its parts are files under the data directory. */
+  readonly localFiles = true;
   readonly #session: Session;
   readonly #timeoutMs: number;
   #closed = false;

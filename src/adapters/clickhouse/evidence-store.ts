@@ -1,5 +1,5 @@
 import { HASH_SCHEME, type OperationType } from '../../domain/records/types.js';
-import type { BatchAnchor, EvidenceIndex, RecordLookup, StoredRecord } from '../../domain/verification/ports.js';
+import type { BatchAnchor, EvidenceIndex, RecordLookup, RecordsPrefetch, StoredRecord } from '../../domain/verification/ports.js';
 import { DrisError } from '../../errors/dris-error.js';
 import { BatchTops } from './batch-tops.js';
 import type { ClickHouseDatabase } from './database.js';
@@ -9,6 +9,7 @@ import { LookupBatcher } from './lookup-batcher.js';
 import { BATCH_ANCHOR_COLUMNS, toBatchAnchor, type BatchAnchorRow } from './pipeline-rows.js';
 import { recordsWithLeaves } from './record-sql.js';
 import { MAX_PAGE_LIMIT } from './schema.js';
+import { prefetchTable } from './table-prefetch.js';
 
 /**
  * Verification's view of the stored records: point look-ups of records with their leaf and of
@@ -109,6 +110,12 @@ export class ClickHouseEvidenceStore implements EvidenceIndex {
       { limit },
     );
     return rows.map(toBatchAnchor);
+  }
+
+  /** record_evidence's files into the page cache, newest parts first (table-prefetch.ts). */
+  async prefetchRecords(maxBytes: number, signal?: AbortSignal): Promise<RecordsPrefetch> {
+    const r = await prefetchTable(this.#db.runner, this.#db.name, 'record_evidence', { maxBytes, ...(signal === undefined ? {} : { signal }) });
+    return { bytes: r.bytes, tableBytes: r.tableBytes };
   }
 
   /** The upper levels of these batches' trees (batch-tops.ts), in one read of those not held. */

@@ -34,6 +34,11 @@ export interface SqlRunner {
    * unknown to another.
    */
   readonly pointReadSettings?: string;
+  /**
+   * The engine's files are on this machine, at the paths `system.parts` names (the embedded
+   * engine): they may be read ahead into the page cache (table-prefetch.ts).
+   */
+  readonly localFiles?: boolean;
   /** Runs a statement whose result is not read (DDL, INSERT ... VALUES with parameters). */
   exec(sql: string, params?: SqlParams, options?: ExecOptions): Promise<void>;
   /**

@@ -42,6 +42,7 @@ export type QueryTimer = (query: string, seconds: number) => void;
 export class TimedSqlRunner implements SqlRunner {
   readonly parallelQueries: number;
   readonly pointReadSettings?: string;
+  readonly localFiles?: boolean;
 
   constructor(
     private readonly inner: SqlRunner,
@@ -49,6 +50,7 @@ export class TimedSqlRunner implements SqlRunner {
   ) {
     this.parallelQueries = inner.parallelQueries;
     if (inner.pointReadSettings !== undefined) this.pointReadSettings = inner.pointReadSettings;
+    if (inner.localFiles !== undefined) this.localFiles = inner.localFiles;
   }
 
   exec(sql: string, params?: SqlParams, options?: ExecOptions): Promise<void> {

@@ -42,6 +42,12 @@ export interface NativeAddon {
    */
   syncFileSystem?(path: string): Promise<void>;
   /**
+   * posix_fadvise(WILLNEED) of `length` bytes of `path` from `offset`, in steps, on the thread
+   * pool (native/src/prefetch.rs); 0, or the error number of the call that failed. Not in
+   * REQUIRED: without it page-cache.ts reads the bytes.
+   */
+  prefetchFile?(path: string, offset: number, length: number): Promise<number>;
+  /**
    * Queue message frames (native/src/frames.rs): the metadata values of each record are the code
    * units of `units` cut at `lengths` (17 per record, -1 for null, then the payload's bytes),
    * written from `offset`; each payload's offset goes to `payloadAt`. The end offset, or -1 when

@@ -29,6 +29,14 @@ export interface RecordLookup {
 /** A batch as verification reads it: its state and anchor, without its leaves and ingest ids. */
 export type BatchAnchor = Omit<Batch, 'leaves' | 'ingestIds' | 'tenants'>;
 
+/** What `EvidenceIndex.prefetchRecords` brought into memory. */
+export interface RecordsPrefetch {
+  /** Bytes asked for. */
+  readonly bytes: number;
+  /** Bytes the look-ups' storage holds in all (0 where nothing is on this machine). */
+  readonly tableBytes: number;
+}
+
 /** Point look-ups of the hot index for verification. */
 export interface EvidenceIndex {
   /**
@@ -42,6 +50,11 @@ export interface EvidenceIndex {
   anchoredBatches(limit: number): Promise<BatchAnchor[]>;
   /** Reads ahead, in bulk, what answering the records of these batches needs beside each record's own row. */
   warmBatches(batchIds: readonly string[]): Promise<void>;
+  /**
+   * Brings into memory, up to `maxBytes`, what look-ups of records read from storage (the page
+   * cache of an index whose files are on this machine); nothing where they are not.
+   */
+  prefetchRecords(maxBytes: number, signal?: AbortSignal): Promise<RecordsPrefetch>;
   /** Records of a tenant carrying a payloadHash or recordHash, newest first, at most `limit`. */
   findByHash(tenantId: string, kind: 'payloadHash' | 'recordHash', hash: string, limit: number): Promise<StoredRecord[]>;
   /** The canonical payload text of one accepted record; null when unknown. */
