@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 
 mod fast;
 mod frames;
+mod hex_leaves;
 mod fs_sync;
 mod http_guard;
 mod jcs;

@@ -1,7 +1,7 @@
 import type { HashingBackend } from '../domain/hashing/port.js';
 import type { Pinner } from '../domain/pipeline/ports.js';
-import { rootOfLeaves, rootOfPackedLeaves, type ChainObservation, type ManifestObservation } from '../domain/verification/assess.js';
-import { packHexLeaves } from '../domain/verification/hex-leaves.js';
+import { rootOfLeaves, type ChainObservation, type ManifestObservation } from '../domain/verification/assess.js';
+import { toHex } from '../domain/hashing/merkle.js';
 import { parseManifest } from '../domain/verification/manifest.js';
 import type { AnchorEventView, BatchAnchor, ChainReader, EvidenceIndex } from '../domain/verification/ports.js';
 import { DrisError } from '../errors/dris-error.js';
@@ -209,11 +209,12 @@ export class VerificationReads {
         const bytes = await pinner.cat(cid, { timeoutMs: this.deps.ipfsTimeoutMs });
         const m = parseManifest(bytes);
         if (m === null) return 'invalid';
-        // One pass decodes the leaves for the root and for the packed cache alike. A manifest
-        // with any other leaf (a tampered one) is kept in full only: its text must come back as it was.
-        const leaves = packHexLeaves(m.leaves);
-        if (leaves === null) return { merkleRoot: m.merkleRoot, treeSize: m.treeSize, leaves: m.leaves, computedRoot: rootOfLeaves(this.deps.hashing, m.leaves) };
-        const packed: PackedManifest = { merkleRoot: m.merkleRoot, treeSize: m.treeSize, computedRoot: rootOfPackedLeaves(this.deps.hashing, leaves), leaves };
+        // One pass decodes the leaves for the root and for the packed cache alike, off the event
+        // loop where the backend can. A manifest with any other leaf (a tampered one) is kept in
+        // full only: its text must come back as it was.
+        const hex = await this.deps.hashing.rootOfHexLeaves(m.leaves);
+        if (hex === null) return { merkleRoot: m.merkleRoot, treeSize: m.treeSize, leaves: m.leaves, computedRoot: rootOfLeaves(this.deps.hashing, m.leaves) };
+        const packed: PackedManifest = { merkleRoot: m.merkleRoot, treeSize: m.treeSize, computedRoot: toHex(hex.root), leaves: asBuffer(hex.packed) };
         this.#packed.add(cid, packed);
         return entryOf(packed);
       });
@@ -222,4 +223,9 @@ export class VerificationReads {
       return null;
     }
   }
+}
+
+/** The same bytes as a Buffer, not copied. */
+function asBuffer(b: Uint8Array): Buffer {
+  return Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength);
 }

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { JsHashingBackend } from '../../src/adapters/hashing/js-backend.js';
+import { NativeHashingBackend } from '../../src/adapters/hashing/native-backend.js';
 import { splitLeaves, toHex } from '../../src/domain/hashing/merkle.js';
 import { assess, rootOfLeaves, rootOfPackedLeaves, type Claim, type ManifestObservation } from '../../src/domain/verification/assess.js';
 import { HASH_SCHEME, type RecordEnvelope } from '../../src/domain/records/types.js';
-import { packHexLeaves } from '../../src/domain/verification/hex-leaves.js';
+import { packHexLeaves } from '../../src/domain/hashing/hex-leaves.js';
 
 const hashing = new JsHashingBackend();
 const leaf = (): string => randomBytes(32).toString('hex');
@@ -48,6 +49,34 @@ t.test('the root is the same through the packed path and the per-leaf path', (t)
   const tampered = [...leaves.slice(0, 999), 'not hex'];
   t.equal(rootOfLeaves(hashing, tampered), toHex(hashing.merkleRoot([...leaves.slice(0, 999).map((l) => Buffer.from(l, 'hex')), new Uint8Array(0)])));
   t.end();
+});
+
+function nativeBackend(): NativeHashingBackend | undefined {
+  try {
+    return NativeHashingBackend.load();
+  } catch {
+    return undefined;
+  }
+}
+
+t.test('rootOfHexLeaves: the root and bytes of well-formed leaves, null for any other, alike in every backend', async (t) => {
+  const native = nativeBackend();
+  const backends = native === undefined ? [hashing] : [hashing, native];
+  if (native === undefined) t.comment('no native addon here: the JavaScript backend alone');
+  else t.ok(native.addon.hexLeavesRootAsync, 'the addon roots them on its thread pool');
+  for (const n of [0, 1, 2, 3, 16, 17, 1000, 1001]) {
+    const leaves = Array.from({ length: n }, leaf);
+    const root = toHex(hashing.merkleRoot(leaves.map((l) => Buffer.from(l, 'hex'))));
+    for (const b of backends) {
+      const r = await b.rootOfHexLeaves(leaves);
+      t.equal(r === null ? null : toHex(r.root), root, `${b.name}, ${n} leaves`);
+      t.same(Buffer.from(r?.packed ?? []), Buffer.concat(leaves.map((l) => Buffer.from(l, 'hex'))));
+    }
+  }
+  const good = leaf();
+  // Two leaves of 63 and 65 digits join into 128 of them: each is measured, not the whole.
+  const bad = [[good, good.toUpperCase()], [good, `${good.slice(0, 63)}g`], [good.slice(0, 63), `${good}0`], [good, ''], [good, `${good.slice(0, 63)}\u0161`]];
+  for (const leaves of bad) for (const b of backends) t.equal(await b.rootOfHexLeaves(leaves), null, `${b.name}: ${JSON.stringify(leaves[1])}`);
 });
 
 t.test('assess checks a record against packed leaves as against their text', (t) => {

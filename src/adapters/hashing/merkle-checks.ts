@@ -1,4 +1,6 @@
-import type { MerkleHasher } from '../../domain/hashing/merkle.js';
+import { packHexLeaves } from '../../domain/hashing/hex-leaves.js';
+import { splitLeaves, type MerkleHasher } from '../../domain/hashing/merkle.js';
+import type { HexLeavesRoot } from '../../domain/hashing/port.js';
 
 /**
  * The proof checks every hashing backend answers the same way, over its own SHA-256: leaf hashes,
@@ -6,6 +8,12 @@ import type { MerkleHasher } from '../../domain/hashing/merkle.js';
  */
 export abstract class MerkleChecks {
   protected constructor(protected readonly merkle: MerkleHasher) {}
+
+  /** On this thread: the backends without a thread pool of their own. */
+  rootOfHexLeaves(leaves: readonly string[]): Promise<HexLeavesRoot | null> {
+    const packed = packHexLeaves(leaves);
+    return Promise.resolve(packed === null ? null : { root: this.merkle.root(splitLeaves(packed)), packed });
+  }
 
   leafHash(leaf: Uint8Array): Uint8Array {
     return this.merkle.leafHash(leaf);

@@ -37,6 +37,12 @@ export interface NativeAddon {
   merkleInclusionProof(data: Uint8Array, offsets: Uint32Array | null | undefined, index: number): Buffer;
   shaExtensions(): boolean;
   /**
+   * Leaves of 64 lowercase hex digits each, joined, in UTF-8: their root and bytes, on the thread
+   * pool (native/src/hex_leaves.rs); null for any other text. Not in REQUIRED: without it the
+   * backend decodes and roots them on the event loop.
+   */
+  hexLeavesRootAsync?(hex: Uint8Array): Promise<{ root: Buffer; packed: Buffer } | null>;
+  /**
    * syncfs(2) of the file system holding `path`, on the thread pool. Not in REQUIRED: hashing does
    * not need it, and an addon without it leaves file-system-sync.ts to spawn `sync -f`.
    */

@@ -2,7 +2,7 @@ import { type FieldError } from '../../errors/dris-error.js';
 import type { RecordEnvelope } from '../../domain/records/types.js';
 import { assertCanonicalizable } from '../../domain/hashing/canonical.js';
 import { HASH_LEN, MerkleHasher, type FlatProofs } from '../../domain/hashing/merkle.js';
-import type { BodyShape, HashBackendName, HashingBackend, PreparedBody, PreparedPayload } from '../../domain/hashing/port.js';
+import type { BodyShape, HashBackendName, HashingBackend, HexLeavesRoot, PreparedBody, PreparedPayload } from '../../domain/hashing/port.js';
 import { envelopeCanonical, NULLABLE_ENVELOPE_FIELD } from '../../domain/hashing/record-hash.js';
 import { ENVELOPE_FIELDS } from '../../domain/records/envelope.js';
 import { LazyPreparedBody, type EnvelopeText } from './lazy-prepared-body.js';
@@ -296,6 +296,16 @@ export class NativeHashingBackend extends MerkleChecks implements HashingBackend
   }
 
   /** Root of leaves of 32 bytes each, already packed back to back (no copy). */
+  override async rootOfHexLeaves(leaves: readonly string[]): Promise<HexLeavesRoot | null> {
+    if (this.addon.hexLeavesRootAsync === undefined) return super.rootOfHexLeaves(leaves);
+    // Joined, leaves of other lengths could still cut into whole leaves: each is measured first.
+    // In UTF-8 (never latin1, which would turn U+0161 into `a`) any character past ASCII takes
+    // more than one byte, so the text is no longer whole leaves, and the addon refuses it.
+    for (const l of leaves) if (l.length !== 2 * HASH_LEN) return null;
+    const r = await this.addon.hexLeavesRootAsync(Buffer.from(leaves.join(''), 'utf8'));
+    return r === null ? null : { root: new Uint8Array(r.root.buffer, r.root.byteOffset, r.root.byteLength), packed: r.packed };
+  }
+
   merkleRootPacked(leaves32: Uint8Array): Uint8Array {
     return new Uint8Array(this.addon.merkleRoot(leaves32, null));
   }

@@ -43,6 +43,14 @@ export interface PreparedBody {
 
 export type { FlatProofs } from './merkle.js';
 
+/** Leaves written as hex (a manifest's), decoded and rooted: `HashingBackend.rootOfHexLeaves`. */
+export interface HexLeavesRoot {
+  /** RFC 9162 root, 32 bytes. */
+  readonly root: Uint8Array;
+  /** The leaves, 32 bytes each, back to back. */
+  readonly packed: Uint8Array;
+}
+
 export interface HashingBackend {
   readonly name: HashBackendName;
   /** Parses a request body (UTF-8 bytes), checks I-JSON, canonicalises and hashes its payloads. */
@@ -55,6 +63,12 @@ export interface HashingBackend {
   sha256Hex(data: Uint8Array): string;
   /** RFC 9162 root; leaves are the leaf inputs (for records: the 32 raw bytes of recordHash). */
   merkleRoot(leaves: readonly Uint8Array[]): Uint8Array;
+  /**
+   * Leaves of 64 lowercase hex digits each (a manifest's): their RFC 9162 root and their bytes;
+   * null when any leaf is other text. The native backend works on the thread pool, off the event
+   * loop.
+   */
+  rootOfHexLeaves(leaves: readonly string[]): Promise<HexLeavesRoot | null>;
   /** RFC 9162 audit path of leaf `index`, leaf to root. */
   inclusionProof(leaves: readonly Uint8Array[], index: number): Uint8Array[];
   /** Root and every audit path of a tree in one call. */

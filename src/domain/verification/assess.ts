@@ -1,7 +1,7 @@
 import type { HashingBackend } from '../hashing/port.js';
 import { equalBytes, fromHex, HASH_LEN, splitLeaves, toHex } from '../hashing/merkle.js';
 import type { RecordEnvelope } from '../records/types.js';
-import { packHexLeaves } from './hex-leaves.js';
+import { packHexLeaves } from '../hashing/hex-leaves.js';
 import { REASON_STATUS, type ReasonCategory, type VerificationStatus } from './types.js';
 
 /**

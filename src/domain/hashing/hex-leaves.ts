@@ -1,4 +1,4 @@
-import { HASH_LEN } from '../hashing/merkle.js';
+import { HASH_LEN } from './merkle.js';
 
 /**
  * Manifest leaves (64 lowercase hex digits each, as manifests write them) as 32 bytes each, back
