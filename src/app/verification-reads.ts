@@ -39,6 +39,13 @@ const MANIFEST_CACHE_ENTRIES = 2048;
  */
 const PACKED_MANIFEST_BYTES = 384 * 1024 * 1024;
 
+/**
+ * Manifests the warm-up reads at once: a fetch (a file read with the embedded block store) and a
+ * root on the thread pool overlap the parsing of another on the event loop. One at a time, the
+ * 10 000 manifests of ten million records took 15 s on an idle service.
+ */
+const WARM_MANIFESTS_IN_FLIGHT = 4;
+
 /** A manifest whose leaves are all 64 lowercase hex digits, packed. */
 interface PackedManifest {
   readonly merkleRoot: string;
@@ -187,15 +194,22 @@ export class VerificationReads {
   }
 
   /**
-   * Reads ahead these batches' manifests, one after another while the packed manifests' budget has
-   * a tenth left (so warming never evicts what it warmed), and no further once one cannot be
-   * fetched (IPFS down would otherwise cost a fetch deadline each).
+   * Reads ahead these batches' manifests, WARM_MANIFESTS_IN_FLIGHT at a time (so a fetch overlaps
+   * the decoding of another), while the packed manifests' budget has a tenth left (so warming never
+   * evicts what it warmed), and starts no other once one cannot be fetched (IPFS down would
+   * otherwise cost a fetch deadline each).
    */
   async warmManifests(batches: readonly BatchAnchor[], signal?: AbortSignal): Promise<void> {
-    for (const b of batches) {
-      if (signal?.aborted === true || this.#packed.bytes >= PACKED_MANIFEST_BYTES * 0.9) return;
-      if (isAnchored(b) && b.manifestCid !== null && (await this.manifest(b.manifestCid)) === null) return;
-    }
+    const cids = batches.flatMap((b) => (isAnchored(b) && b.manifestCid !== null ? [b.manifestCid] : []));
+    let next = 0;
+    let failed = false;
+    const warmSome = async (): Promise<void> => {
+      while (!failed && next < cids.length && signal?.aborted !== true && this.#packed.bytes < PACKED_MANIFEST_BYTES * 0.9) {
+        const cid = cids[next++] as string;
+        if ((await this.manifest(cid)) === null) failed = true;
+      }
+    };
+    await Promise.all(Array.from({ length: WARM_MANIFESTS_IN_FLIGHT }, warmSome));
   }
 
   /** A manifest by CID (see ManifestRead). */

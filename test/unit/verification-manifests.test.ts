@@ -65,21 +65,27 @@ void t.test('a manifest with leaves that are not lowercase hex is kept in full o
   t.same(again !== null && again !== 'invalid' ? again.leaves : null, odd(0), 'its leaves as they were written');
 });
 
-void t.test('warming reads manifests one after another and stops at the first that cannot be fetched', async (t) => {
+void t.test('warming reads manifests a few at a time and starts no other once one cannot be fetched', async (t) => {
   const cats: string[] = [];
   const down: Pinner = {
     add: () => Promise.reject(new Error('not used')),
     cidOf: () => Promise.reject(new Error('not used')),
     cat: (cid) => {
       cats.push(cid);
-      return cid === 'm1' ? Promise.reject(new Error('ipfs down')) : Promise.resolve(manifestOf(0, leavesOf(0)));
+      // The others answered a turn later, as a read of the block store is: the failure is known first.
+      if (cid === 'm1') return Promise.reject(new Error('ipfs down'));
+      return new Promise((resolve) => setImmediate(() => resolve(manifestOf(0, leavesOf(0)))));
     },
     check: () => Promise.resolve(),
     close: () => Promise.resolve(),
   };
   const batch = (i: number): BatchAnchor => ({ batchId: `b${i}`, status: 'Anchored', batchSeq: i + 1, manifestCid: `m${i}`, merkleRoot: rootOfLeaves(hashing, leavesOf(i)) }) as BatchAnchor;
-  await reads(down).warmManifests([0, 1, 2, 3].map(batch));
-  t.same(cats, ['m0', 'm1']);
+  await reads(down).warmManifests(Array.from({ length: 12 }, (_, i) => batch(i)));
+  t.same(cats, ['m0', 'm1', 'm2', 'm3'], 'four at once; none started once the failure was known');
+  const up = countingPinner((cid) => manifestOf(Number(cid.slice(1)), leavesOf(Number(cid.slice(1)))));
+  await reads(up.pinner).warmManifests(Array.from({ length: 12 }, (_, i) => batch(i)));
+  t.same([...up.cats.keys()].sort(), Array.from({ length: 12 }, (_, i) => `m${i}`).sort(), 'each read once');
+  t.ok([...up.cats.values()].every((n) => n === 1));
   const stop = new AbortController();
   stop.abort();
   cats.length = 0;
