@@ -14,7 +14,7 @@ import type { VerificationReads } from './verification-reads.js';
  * Read ahead in bulk, newest batches first: first what would cost the index (rows, tree tops)
  * and the chain (anchors), a page at a time, since the embedded engine runs one statement at a
  * time and every miss there waits in its line; then the manifests, which cost this process's
- * own time only, one after another.
+ * own time only, a few at a time (VerificationReads.warmManifests).
  *
  * Beside those, from the start, the records' own storage is brought into memory (the page cache
  * of an embedded index): over ten million records most look-ups otherwise waited for the disk.

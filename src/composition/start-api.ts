@@ -74,9 +74,10 @@ async function openVerification(w: ApiInputs, gatewayBase: () => string | undefi
 
 /**
  * Verification's read-ahead of the newest batches and of the records' storage
- * (verification-warm-up.ts), behind the answers from the moment the server listens; a graceful stop ends it between two reads, before the index
- * closes, waiting for the read under way no later than the drain deadline. A failure costs only
- * the read-ahead: each verification still reads what it needs.
+ * (verification-warm-up.ts), behind the answers from the moment the server listens; a graceful
+ * stop ends it between two reads, before the index closes, waiting for the read under way no
+ * later than the drain deadline. A failure costs only the read-ahead: each verification still
+ * reads what it needs.
  */
 function warmVerificationBehind(w: ApiInputs, verifier: Verifier): void {
   // Page cache is memory too: at most half of what the system has to spare now.
