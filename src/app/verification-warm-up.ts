@@ -48,6 +48,7 @@ export async function warmVerification(evidence: EvidenceIndex, reads: Verificat
   const prefetching = prefetchBytes === 0 ? Promise.resolve(null) : prefetchRecords(evidence, log, prefetchBytes, options.signal);
   let warmed = 0;
   let batchesMs = 0;
+  let prefetched: RecordsPrefetch | null = null;
   try {
     const batches = options.batches <= 0 ? [] : await evidence.anchoredBatches(options.batches);
     for (let i = 0; i < batches.length && options.signal?.aborted !== true; i += PAGE) {
@@ -58,9 +59,8 @@ export async function warmVerification(evidence: EvidenceIndex, reads: Verificat
     batchesMs = Math.round(performance.now() - started);
     await reads.warmManifests(batches.slice(0, warmed), options.signal);
   } finally {
-    await prefetching;
+    prefetched = await prefetching;
   }
-  const prefetched = await prefetching;
   const result = { batches: warmed, prefetchedBytes: prefetched?.bytes ?? 0, ms: Math.round(performance.now() - started) };
   log.info({ ...result, batchesMs }, 'verification warmed up');
   return result;

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { DrisError } from '../../errors/dris-error.js';
 import { withTimeout } from '../../util/with-timeout.js';
-import { loadNativeAddon } from '../hashing/native-addon.js';
+import { optionalNativeFunction } from '../hashing/native-addon.js';
 
 /**
  * Flushes to disk everything written so far on the file systems holding `paths`. The files belong
@@ -19,26 +19,13 @@ export function syncFileSystems(paths: readonly string[], timeoutMs = 60_000): P
 /** Flushes the file system holding one path. */
 export type NativeSync = (path: string) => Promise<void>;
 
-let resolved: { readonly sync: NativeSync | undefined } | undefined;
-
 /** How this process flushes file systems (logged once by the journal). */
 export function fileSystemSyncMethod(): 'syncfs' | 'sync -f' | 'sync' {
   return nativeSync() !== undefined ? 'syncfs' : process.platform === 'linux' ? 'sync -f' : 'sync';
 }
 
 function nativeSync(): NativeSync | undefined {
-  if (resolved !== undefined) return resolved.sync;
-  let sync: NativeSync | undefined;
-  if (process.platform === 'linux') {
-    try {
-      const addon = loadNativeAddon();
-      if (typeof addon.syncFileSystem === 'function') sync = addon.syncFileSystem.bind(addon);
-    } catch {
-      // No addon here (no cargo, or a stale build): the child process does it.
-    }
-  }
-  resolved = { sync };
-  return sync;
+  return process.platform === 'linux' ? optionalNativeFunction('syncFileSystem') : undefined;
 }
 
 /** A syncfs still running past its deadline (a disk that hangs) holds a pool thread; none is added beside it. */

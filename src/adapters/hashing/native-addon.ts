@@ -108,7 +108,10 @@ let configured: string | undefined;
  * guard loads the same file. Undefined goes back to the search under native/.
  */
 export function useNativeAddon(file: string | undefined): void {
-  if (file !== configured) cached = undefined;
+  if (file !== configured) {
+    cached = undefined;
+    optional.clear();
+  }
   configured = file;
 }
 
@@ -149,4 +152,30 @@ export function loadNativeAddon(): NativeAddon {
   }
   cached = addon as NativeAddon;
   return cached;
+}
+
+/** The functions of the addon that are not in REQUIRED: each caller has a way without it. */
+type OptionalName = { [K in keyof NativeAddon]-?: undefined extends NativeAddon[K] ? K : never }[keyof NativeAddon];
+
+/** Each optional function once looked up, bound, or null where this thread's addon lacks it. */
+const optional = new Map<OptionalName, unknown>();
+
+/**
+ * An optional function of the addon, bound to it; undefined when no addon loads here (no cargo,
+ * or a stale build) or the one that loads lacks it. Looked up once per thread.
+ */
+export function optionalNativeFunction<K extends OptionalName>(name: K): NonNullable<NativeAddon[K]> | undefined {
+  if (!optional.has(name)) {
+    let fn: unknown = null;
+    try {
+      const addon = loadNativeAddon();
+      const f: unknown = addon[name];
+      if (typeof f === 'function') fn = (f as (...args: unknown[]) => unknown).bind(addon);
+    } catch {
+      // No addon here: the caller's own way.
+    }
+    optional.set(name, fn);
+  }
+  const fn = optional.get(name);
+  return fn === null ? undefined : (fn as NonNullable<NativeAddon[K]>);
 }

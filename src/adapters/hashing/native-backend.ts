@@ -302,8 +302,7 @@ export class NativeHashingBackend extends MerkleChecks implements HashingBackend
     // In UTF-8 (never latin1, which would turn U+0161 into `a`) any character past ASCII takes
     // more than one byte, so the text is no longer whole leaves, and the addon refuses it.
     for (const l of leaves) if (l.length !== 2 * HASH_LEN) return null;
-    const r = await this.addon.hexLeavesRootAsync(Buffer.from(leaves.join(''), 'utf8'));
-    return r === null ? null : { root: new Uint8Array(r.root.buffer, r.root.byteOffset, r.root.byteLength), packed: r.packed };
+    return this.addon.hexLeavesRootAsync(Buffer.from(leaves.join(''), 'utf8'));
   }
 
   merkleRootPacked(leaves32: Uint8Array): Uint8Array {

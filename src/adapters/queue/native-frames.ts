@@ -1,5 +1,5 @@
 import type { OutgoingRecord } from '../../domain/records/types.js';
-import { loadNativeAddon, type NativeAddon } from '../hashing/native-addon.js';
+import { optionalNativeFunction, type NativeAddon } from '../hashing/native-addon.js';
 import { META_MEMBERS, NULLABLE_META_MEMBERS } from './frame-meta.js';
 
 /**
@@ -23,20 +23,9 @@ const FRAME_FIXED_BYTES = 8 + 2 + META_MEMBERS.reduce((sum, m) => sum + m.length
 /** UTF-8 bytes one code unit of a value may take in JSON text: a control character is `\u00xx`. */
 const MAX_BYTES_PER_UNIT = 6;
 
-let resolved: { readonly write: WriteFrames | undefined } | undefined;
-
 /** The addon's frame writer, when an addon with one loads here. */
 export function nativeFrameWriter(): WriteFrames | undefined {
-  if (resolved !== undefined) return resolved.write;
-  let write: WriteFrames | undefined;
-  try {
-    const addon = loadNativeAddon();
-    if (typeof addon.writeFramesUtf16 === 'function') write = addon.writeFramesUtf16.bind(addon);
-  } catch {
-    // No addon here (no cargo, or a stale build): the codec writes the frames itself.
-  }
-  resolved = { write };
-  return write;
+  return optionalNativeFunction('writeFramesUtf16');
 }
 
 let units = Buffer.allocUnsafeSlow(64 * 1024);

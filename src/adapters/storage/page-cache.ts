@@ -1,6 +1,6 @@
 import { open } from 'node:fs/promises';
 import { getSystemErrorName } from 'node:util';
-import { loadNativeAddon } from '../hashing/native-addon.js';
+import { optionalNativeFunction } from '../hashing/native-addon.js';
 
 /**
  * Reading files ahead into the operating system's page cache, as PostgreSQL's pg_prewarm does in
@@ -22,21 +22,8 @@ const READ_BUFFER_BYTES = 1 << 20;
 /** 0, or the error number of the call that failed. */
 type Prefetch = (path: string, offset: number, length: number) => Promise<number>;
 
-let resolved: { readonly prefetch: Prefetch | undefined } | undefined;
-
 function nativePrefetch(): Prefetch | undefined {
-  if (resolved !== undefined) return resolved.prefetch;
-  let prefetch: Prefetch | undefined;
-  if (process.platform === 'linux') {
-    try {
-      const addon = loadNativeAddon();
-      if (typeof addon.prefetchFile === 'function') prefetch = addon.prefetchFile.bind(addon);
-    } catch {
-      // No addon here (no cargo, or a stale build): the bytes are read instead.
-    }
-  }
-  resolved = { prefetch };
-  return prefetch;
+  return process.platform === 'linux' ? optionalNativeFunction('prefetchFile') : undefined;
 }
 
 /** How this process reads files ahead. */
