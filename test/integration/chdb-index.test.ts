@@ -29,6 +29,21 @@ async function storedRows(tenantId: string): Promise<number> {
 
 const execFileP = promisify(execFile);
 
+void t.test('a session formats results on its own thread, and large results stay whole', async (t) => {
+  const fresh = new ChdbSqlRunner(path, 30_000);
+  try {
+    // The first statement of a new session already runs with the session's settings.
+    const rows = await fresh.query<{ value: string }>("SELECT value FROM system.settings WHERE name = 'output_format_parallel_formatting'");
+    t.same(rows, [{ value: '0' }]);
+    const many = await fresh.query<{ n: number | string }>('SELECT number AS n FROM system.numbers LIMIT 100000');
+    t.equal(many.length, 100000);
+    t.equal(Number(many[99999]?.n), 99999);
+    t.ok(many.every((r, i) => Number(r.n) === i));
+  } finally {
+    await fresh.close();
+  }
+});
+
 void t.test('data persists across sessions and processes', async (t) => {
   const tenant = 'tenant-d';
   const recs = Array.from({ length: 20 }, () => record(tenant));
