@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 mod fast;
 mod frames;
 mod hex_leaves;
+mod inclusion;
 mod fs_sync;
 mod http_guard;
 mod jcs;

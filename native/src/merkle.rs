@@ -13,7 +13,7 @@ pub fn leaf_hash(leaf: &[u8], out: &mut [u8]) {
 }
 
 #[inline]
-fn node_hash(l: &[u8], r: &[u8]) -> [u8; 32] {
+pub fn node_hash(l: &[u8], r: &[u8]) -> [u8; 32] {
     let mut buf = [0u8; 65];
     buf[0] = 1;
     buf[1..33].copy_from_slice(l);

@@ -2,6 +2,9 @@ import { packHexLeaves } from '../../domain/hashing/hex-leaves.js';
 import { splitLeaves, type MerkleHasher } from '../../domain/hashing/merkle.js';
 import type { HexLeavesRoot } from '../../domain/hashing/port.js';
 
+/** A hash as text: 64 lowercase hex digits. */
+const HASH_HEX = /^[0-9a-f]{64}$/;
+
 /**
  * The proof checks every hashing backend answers the same way, over its own SHA-256: leaf hashes,
  * inclusion and consistency proofs (RFC 9162), computed by the domain's MerkleHasher.
@@ -21,6 +24,12 @@ export abstract class MerkleChecks {
 
   verifyInclusion(leafHash: Uint8Array, index: number, treeSize: number, proof: readonly Uint8Array[], root: Uint8Array): boolean {
     return this.merkle.verifyInclusion(leafHash, index, treeSize, proof, root);
+  }
+
+  recordInclusionHolds(recordHash: string, index: number, treeSize: number, proof: readonly string[], root: string): boolean {
+    if (!HASH_HEX.test(recordHash) || !HASH_HEX.test(root) || !proof.every((p) => HASH_HEX.test(p))) return false;
+    const leaf = this.merkle.leafHash(Buffer.from(recordHash, 'hex'));
+    return this.merkle.verifyInclusion(leaf, index, treeSize, proof.map((p) => Buffer.from(p, 'hex')), Buffer.from(root, 'hex'));
   }
 
   consistencyProof(leaves: readonly Uint8Array[], oldSize: number): Uint8Array[] {

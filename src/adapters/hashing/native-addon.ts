@@ -43,6 +43,11 @@ export interface NativeAddon {
    */
   hexLeavesRootAsync?(hex: Uint8Array): Promise<{ root: Buffer; packed: Buffer } | null>;
   /**
+   * A record's inclusion checked from its hex text, the proof's hashes joined (native/src/
+   * inclusion.rs). Not in REQUIRED: without it the backend decodes and checks on its own.
+   */
+  recordInclusionHolds?(recordHash: string, index: number, treeSize: number, proof: string, root: string): boolean;
+  /**
    * syncfs(2) of the file system holding `path`, on the thread pool. Not in REQUIRED: hashing does
    * not need it, and an addon without it leaves file-system-sync.ts to spawn `sync -f`.
    */

@@ -305,6 +305,15 @@ export class NativeHashingBackend extends MerkleChecks implements HashingBackend
     return this.addon.hexLeavesRootAsync(Buffer.from(leaves.join(''), 'utf8'));
   }
 
+  /** In one call to the addon: the hashes cross as text and are decoded and hashed there. */
+  override recordInclusionHolds(recordHash: string, index: number, treeSize: number, proof: readonly string[], root: string): boolean {
+    if (this.addon.recordInclusionHolds === undefined) return super.recordInclusionHolds(recordHash, index, treeSize, proof, root);
+    // Joined, hashes of other lengths could still cut into whole ones: each is measured first
+    // (a character past ASCII then makes the UTF-8 text longer, and the addon refuses it).
+    for (const p of proof) if (p.length !== 2 * HASH_LEN) return false;
+    return this.addon.recordInclusionHolds(recordHash, index, treeSize, proof.join(''), root);
+  }
+
   merkleRootPacked(leaves32: Uint8Array): Uint8Array {
     return new Uint8Array(this.addon.merkleRoot(leaves32, null));
   }

@@ -76,6 +76,13 @@ export interface HashingBackend {
   /** H(0x00 || leaf). */
   leafHash(leaf: Uint8Array): Uint8Array;
   verifyInclusion(leafHash: Uint8Array, index: number, treeSize: number, proof: readonly Uint8Array[], root: Uint8Array): boolean;
+  /**
+   * verifyInclusion for a record, from text as stored and claimed: whether `proof` places the leaf
+   * whose input is the record hash `recordHash` at `index` of a tree of `treeSize` with `root`.
+   * Hashes are 64 lowercase hex digits; any other text, or a position that is not a whole number
+   * inside the tree, is false.
+   */
+  recordInclusionHolds(recordHash: string, index: number, treeSize: number, proof: readonly string[], root: string): boolean;
   /** RFC 9162 consistency proof from the first `oldSize` leaves to all of them. */
   consistencyProof(leaves: readonly Uint8Array[], oldSize: number): Uint8Array[];
   verifyConsistency(oldSize: number, newSize: number, proof: readonly Uint8Array[], oldRoot: Uint8Array, newRoot: Uint8Array): boolean;

@@ -160,11 +160,8 @@ export function assess(hashing: HashingBackend, claim: Claim, obs: Observations)
 }
 
 function proofHolds(hashing: HashingBackend, claim: Claim): boolean {
-  if (!/^[0-9a-f]{64}$/.test(claim.recordHash) || !/^[0-9a-f]{64}$/.test(claim.merkleRoot)) return false;
-  if (!Number.isInteger(claim.leafIndex) || !Number.isInteger(claim.treeSize) || claim.leafIndex < 0 || claim.leafIndex >= claim.treeSize) return false;
-  if (!claim.merkleProof.every((p) => /^[0-9a-f]{64}$/.test(p))) return false;
-  const leaf = hashing.leafHash(hashBytes(claim.recordHash));
-  return hashing.verifyInclusion(leaf, claim.leafIndex, claim.treeSize, claim.merkleProof.map(hashBytes), hashBytes(claim.merkleRoot));
+  if (!Number.isSafeInteger(claim.leafIndex) || !Number.isSafeInteger(claim.treeSize) || claim.leafIndex < 0 || claim.leafIndex >= claim.treeSize) return false;
+  return hashing.recordInclusionHolds(claim.recordHash, claim.leafIndex, claim.treeSize, claim.merkleProof, claim.merkleRoot);
 }
 
 /** 64 lowercase hex digits (checked by the caller) as 32 bytes; Buffer decodes them natively. */
