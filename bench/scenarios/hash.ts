@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { HashingService } from '../../src/adapters/hashing/hashing-service.js';
 import { loadHashingBackend } from '../../src/adapters/hashing/select-backend.js';
+import { proofAt } from '../../src/domain/hashing/merkle.js';
 import type { HashingBackend } from '../../src/domain/hashing/port.js';
 import { checkHashBackend } from '../lib/environment.js';
 import { shaFloor } from '../lib/floors/sha.js';
@@ -15,7 +16,8 @@ import { fmtNum, table } from '../lib/table.js';
 /**
  * hash: per backend, records/s of canonicalise + payloadHash + recordHash on 256 B, 1 KiB and
  * 16 KiB records (one thread, batched or one body per record, and through the worker pool); Merkle
- * root and all proofs for 1 000 and 1 000 000 leaves; the inline/pool crossover. Floor: the
+ * root and all proofs for 1 000 and 1 000 000 leaves; checking a record's path from its text (as a
+ * verification does) in a tree of 1 000; the inline/pool crossover. Floor: the
  * machine's SHA-256 rate on 1 KiB blocks (openssl speed), in the same run.
  */
 
@@ -86,6 +88,7 @@ async function measure(ctx: ScenarioContext, q: boolean): Promise<Measured> {
     for (const b of backends) {
       h.note(b.name);
       merkle[b.name] = {
+        checkPathUs: checkPathUs(b, leaves1k, q ? 3 : 20),
         root1kMs: timeMs(q ? 20 : 200, () => b.merkleRoot(leaves1k)),
         allProofs1kMs: timeMs(q ? 10 : 50, () => b.allProofs(leaves1k)),
         rootBigMs: timeMs(q ? 1 : 3, () => b.merkleRoot(leavesBig)),
@@ -96,6 +99,21 @@ async function measure(ctx: ScenarioContext, q: boolean): Promise<Measured> {
     }
   });
   return { floor, backends, unavailable, per, merkle };
+}
+
+/** Microseconds to check one record's path from its text (recordInclusionHolds), over every leaf of a tree of `leaves`. */
+function checkPathUs(b: HashingBackend, leaves: readonly Uint8Array[], repeats: number): number {
+  const hex = (x: Uint8Array): string => Buffer.from(x).toString('hex');
+  const all = b.allProofs(leaves);
+  const root = hex(all.root);
+  const claims = leaves.map((l, i) => ({ hash: hex(l), path: proofAt(all, i).map(hex) }));
+  const ms = timeMs(repeats, () => {
+    for (let i = 0; i < claims.length; i++) {
+      const c = claims[i] as { hash: string; path: string[] };
+      if (!b.recordInclusionHolds(c.hash, i, claims.length, c.path, root)) throw new Error(`${b.name}: path ${i} does not hold`);
+    }
+  });
+  return (ms * 1000) / claims.length;
 }
 
 async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
@@ -122,10 +140,10 @@ async function run(ctx: ScenarioContext): Promise<ScenarioOutput> {
   );
   const big = (merkle[backends[0]?.name ?? '']?.['bigLeaves'] ?? 0).toLocaleString('en-US');
   const merkleTable = table(
-    ['backend', 'root 1k ms', 'proofs 1k ms', `root ${big} ms`, `proofs ${big} ms`],
+    ['backend', 'root 1k ms', 'proofs 1k ms', `root ${big} ms`, `proofs ${big} ms`, 'check a path µs'],
     backends.map((b) => {
       const m = merkle[b.name] as Record<string, number>;
-      return [b.name, fmtNum(m['root1kMs']), fmtNum(m['allProofs1kMs']), fmtNum(m['rootBigMs']), fmtNum(m['allProofsBigMs'])];
+      return [b.name, fmtNum(m['root1kMs']), fmtNum(m['allProofs1kMs']), fmtNum(m['rootBigMs']), fmtNum(m['allProofsBigMs']), fmtNum(m['checkPathUs'])];
     }),
   );
   const shaExt = (backends.find((b) => b.name === 'native') as (HashingBackend & { shaExtensions?: boolean }) | undefined)?.shaExtensions;
