@@ -134,68 +134,27 @@ mod tests {
         let mut path = Vec::new();
         t.proof_into(3, &mut path);
         let (leaf, root, proof) = (hex(&ls[3]), hex(&t.root()), hex(&path));
-        assert!(record_inclusion_holds(
-            leaf.clone(),
-            3.0,
-            5.0,
-            proof.clone(),
-            root.clone()
-        ));
-        assert!(!record_inclusion_holds(
-            leaf.clone(),
-            3.0,
-            5.0,
-            proof.clone(),
-            root.to_uppercase()
-        ));
-        assert!(!record_inclusion_holds(
-            leaf.clone(),
-            3.0,
-            5.0,
-            proof.to_uppercase(),
-            root.clone()
-        ));
-        assert!(!record_inclusion_holds(
-            leaf.clone(),
-            3.0,
-            5.0,
-            proof[1..].to_string(),
-            root.clone()
-        ));
-        assert!(!record_inclusion_holds(
-            leaf.clone(),
-            3.0,
-            5.0,
-            proof.clone(),
-            root[..62].to_string()
-        ));
-        assert!(!record_inclusion_holds(
-            leaf.clone(),
-            3.5,
-            5.0,
-            proof.clone(),
-            root.clone()
-        ));
-        assert!(!record_inclusion_holds(
-            leaf.clone(),
-            -1.0,
-            5.0,
-            proof.clone(),
-            root.clone()
-        ));
-        assert!(!record_inclusion_holds(
-            leaf.clone(),
-            3.0,
-            f64::NAN,
-            proof.clone(),
-            root.clone()
-        ));
-        assert!(!record_inclusion_holds(
-            leaf,
-            3.0,
-            5.0,
-            format!("{}š", &proof[..proof.len() - 2]),
-            root
-        ));
+        let bent = format!("{}š", &proof[..proof.len() - 2]);
+        // (record hash, index, size, proof, root); only the first holds.
+        let cases: [(&str, f64, f64, &str, &str); 10] = [
+            (&leaf, 3.0, 5.0, &proof, &root),
+            (&leaf, 3.0, 5.0, &proof, &root.to_uppercase()),
+            (&leaf, 3.0, 5.0, &proof.to_uppercase(), &root),
+            (&leaf, 3.0, 5.0, &proof[1..], &root),
+            (&leaf, 3.0, 5.0, &proof, &root[..62]),
+            (&leaf, 3.5, 5.0, &proof, &root),
+            (&leaf, -1.0, 5.0, &proof, &root),
+            (&leaf, 3.0, f64::NAN, &proof, &root),
+            (&leaf, 3.0, 5.0, &bent, &root),
+            (&leaf[2..], 3.0, 5.0, &proof, &root),
+        ];
+        let held: Vec<bool> = cases
+            .iter()
+            .map(|&(l, i, n, p, r)| record_inclusion_holds(l.into(), i, n, p.into(), r.into()))
+            .collect();
+        assert_eq!(
+            held,
+            [true, false, false, false, false, false, false, false, false, false]
+        );
     }
 }

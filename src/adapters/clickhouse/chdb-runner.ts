@@ -74,9 +74,11 @@ export class ChdbSqlRunner implements SqlRunner {
     this.#settingUp = settingUp;
   }
 
-  /** Resolves once the session's settings are set; rejects, translated, when they could not be. */
+  /**
+   * Resolves once the session's settings are set; rejects, translated, when they could not be.
+   * Statements call it only while `#settingUp` is set: afterwards they take no extra turn for it.
+   */
   async #ready(): Promise<void> {
-    if (this.#settingUp === null) return;
     try {
       await this.#settingUp;
     } catch (err) {
@@ -111,7 +113,7 @@ export class ChdbSqlRunner implements SqlRunner {
   async insertJsonLines(table: string, lines: Buffer, settings?: InsertSettings): Promise<void> {
     if (lines.length === 0) return;
     this.#assertOpen();
-    await this.#ready();
+    if (this.#settingUp !== null) await this.#ready();
     try {
       await this.#session.insert({ table, values: lines, format: 'JSONEachRow', timeout: this.#timeoutMs, ...(settings === undefined ? {} : { settings }) });
     } catch (err) {
@@ -122,7 +124,7 @@ export class ChdbSqlRunner implements SqlRunner {
   async insertCompactLines(table: string, columns: readonly string[], lines: Buffer, settings?: InsertSettings): Promise<void> {
     if (lines.length === 0) return;
     this.#assertOpen();
-    await this.#ready();
+    if (this.#settingUp !== null) await this.#ready();
     try {
       await this.#session.insert({ table, columns: [...columns], values: lines, format: 'JSONCompactEachRow', timeout: this.#timeoutMs, ...(settings === undefined ? {} : { settings }) });
     } catch (err) {
@@ -141,7 +143,7 @@ export class ChdbSqlRunner implements SqlRunner {
 
   async #run(sql: string, params: SqlParams | undefined, format: string, timeout: number): Promise<string> {
     this.#assertOpen();
-    await this.#ready();
+    if (this.#settingUp !== null) await this.#ready();
     try {
       const result =
         params === undefined
