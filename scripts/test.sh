@@ -76,6 +76,8 @@ status=${PIPESTATUS[0]}
 
 # tap's own summary is `# { total: N, pass: P, fail: F, ... }`; CI reads the plain line below.
 summary="$(grep -E '^# \{ total:' "$log" | tail -n 1)"
+# The failed points again, with their subtest path, where a reader of the run's tail sees them.
+node scripts/tap-failures.mjs "$log" || true
 rm -f "$log"
 pass="$(printf '%s' "$summary" | sed -nE 's/.*pass: ([0-9]+).*/\1/p')"
 failed="$(printf '%s' "$summary" | sed -nE 's/.*fail: ([0-9]+).*/\1/p')"
