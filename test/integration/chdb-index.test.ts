@@ -44,6 +44,38 @@ void t.test('a session formats results on its own thread, and large results stay
   }
 });
 
+void t.test('reader sessions: literals bind as the engine binds, by key, and see every returned write', async (t) => {
+  const runner = new ChdbSqlRunner(path, 30_000, 2);
+  const writer = new ChdbSqlRunner(path, 30_000, 0);
+  try {
+    t.equal(runner.parallelQueries, 2);
+    t.equal(writer.parallelQueries, 1);
+    await writer.exec('CREATE DATABASE IF NOT EXISTS dris');
+    await writer.exec('CREATE TABLE IF NOT EXISTS dris.literal_probe (k String, n UInt32) ENGINE = MergeTree ORDER BY k SETTINGS index_granularity = 4');
+    const hostile = ["a'b", 'c\\', "\\' OR 1=1 --", 'nul\u0000byte', 'line\nbreak', 'é漢🙂', '{k:String}', ''];
+    await writer.insertJsonEachRow('dris.literal_probe', [...hostile.map((k, n) => ({ k, n })), ...Array.from({ length: 2000 }, (_, i) => ({ k: `filler-${i}`, n: 100 + i }))]);
+    // Written through one runner and read, at once, on the other's readers: in turn and side by side.
+    const sql = 'SELECT k, n FROM dris.literal_probe WHERE k IN {ks:Array(String)} AND n >= {min:UInt32} ORDER BY n';
+    const bound = await writer.query<{ k: string; n: number }>(sql, { ks: hostile, min: 0 });
+    t.same(bound.map((r) => r.k), hostile, 'the engine binding finds every hostile key');
+    const answers = await Promise.all(Array.from({ length: 6 }, () => runner.query<{ k: string; n: number }>(sql, { ks: hostile, min: 0 })));
+    for (const a of answers) t.same(a, bound, 'the literals find the same rows');
+    t.same(await runner.query(sql, { ks: ["' OR '1'='1"], min: 0 }), [], 'a quote does not widen the match');
+    // A look-up by key reads a granule, not the table.
+    const plan = await runner.query<{ explain: string }>('EXPLAIN indexes = 1 SELECT n FROM dris.literal_probe WHERE k IN {ks:Array(String)}', { ks: ['filler-7'] });
+    t.match(plan.map((r) => r.explain).join('\n'), /Granules: 1\/\d+/);
+    // A failed read is reported by code; its cause does not carry the values bound into the text.
+    const failed = await runner.query('SELECT no_such_column FROM dris.literal_probe WHERE k = {k:String}', { k: 'value-never-logged' }).catch((err: unknown) => err);
+    t.match(failed, { code: 'internal_error' });
+    t.notMatch(String((failed as Error).cause), /value-never-logged/);
+    await t.rejects(runner.query('SELECT {k:String}', {}), { code: 'internal_error' }, 'a placeholder without a value');
+    await writer.exec('DROP TABLE dris.literal_probe');
+  } finally {
+    await runner.close();
+    await writer.close();
+  }
+});
+
 void t.test('data persists across sessions and processes', async (t) => {
   const tenant = 'tenant-d';
   const recs = Array.from({ length: 20 }, () => record(tenant));
