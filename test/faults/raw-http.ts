@@ -29,7 +29,7 @@ export interface RawAnswer {
 export interface RawOptions {
   /** Pieces written one after the other, `gapMs` apart. */
   readonly gapMs?: number;
-  /** After the pieces, this chunk is written again and again (respecting backpressure) until the connection ends. */
+  /** After the pieces, this chunk is written again and again (one per turn of the event loop, respecting backpressure) until the connection ends. */
   readonly stream?: Buffer;
   /** Give up this long after the first byte; the answer so far is returned. */
   readonly timeoutMs?: number;
@@ -93,11 +93,15 @@ export function rawRequest(port: number, pieces: readonly (string | Buffer)[] | 
       sent += typeof b === 'string' ? Buffer.byteLength(b, 'latin1') : b.length;
       return socket.write(typeof b === 'string' ? Buffer.from(b, 'latin1') : b);
     };
+    // One chunk per turn of the event loop, so the answer is read while the body goes out. A
+    // loop of writes would not yield while the kernel takes them: on loopback the server discards
+    // as fast as they come, and the whole linger allowance went out, and the connection was reset,
+    // before the answer sitting in the socket was ever read.
     const stream = (): void => {
       const chunk = opts.stream;
-      if (chunk === undefined) return;
-      while (!done && !socket.destroyed && write(chunk));
-      if (!done && !socket.destroyed) socket.once('drain', stream);
+      if (chunk === undefined || done || socket.destroyed) return;
+      if (write(chunk)) setImmediate(stream);
+      else socket.once('drain', stream);
     };
     void (async () => {
       for (const [i, p] of list.entries()) {
