@@ -18,10 +18,11 @@ import type { ExecOptions, InsertSettings, SqlParams, SqlRunner } from './sql-ru
 const DEFAULT_CHDB_TIMEOUT_MS = 30_000;
 /**
  * Sessions for SELECTs beside the one for writes. One keeps reads from queueing behind inserts:
- * in the pipeline bench at 7 000 records/s, 202 → Anchored p50 1.3-1.4 s against 2.6-5.7 s and
- * p99 3.3-3.5 s against 4.3-6.8 s. Two, for look-ups side by side, bought nothing on two cores:
- * each query carried fewer keys for the same fixed cost (a third more of the pool's CPU per
- * verification) and verifications/s stayed within the noise.
+ * in the pipeline bench at 7 000 records/s offered, 202 → Anchored p50 1.2-2.0 s against
+ * 2.6-5.7 s and p99 2.8-3.5 s against 4.3-8.1 s; at 10 000 offered, 6 287 anchored/s against
+ * 5 366. Two, for look-ups side by side, bought nothing on two cores: each query carried fewer
+ * keys for the same fixed cost (a third more of the pool's CPU per verification) and
+ * verifications/s stayed within the noise. A second session for inserts did not help either.
  */
 const DEFAULT_READERS = 1;
 
