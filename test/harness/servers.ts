@@ -83,6 +83,21 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * Runs `launch` on a free port, and again on another when the port was taken between freePort()
+ * and the server's bind (other suites and outgoing connections draw from the same range).
+ */
+export async function onFreePort<T>(launch: (port: number) => Promise<T>, attempts = 5): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    try {
+      return await launch(port);
+    } catch (err) {
+      if (attempt >= attempts || !/address already in use/i.test((err as Error).message)) throw err;
+    }
+  }
+}
+
 interface StartedProcess {
   readonly child: ChildProcess;
   /** Everything the process wrote, for diagnostics when it fails to start. */
@@ -167,19 +182,17 @@ export async function startNats(options: NatsServerOptions = {}): Promise<NatsTe
   const bin = natsServerBinary();
   const dir = await makeTempDir('dris-nats-');
   const storeDir = path.join(dir, 'jetstream');
-  const port = await freePort();
   const name = `dris-test-${randomBytes(4).toString('hex')}`;
   const auth =
     options.user !== undefined ? `authorization { user: ${JSON.stringify(options.user)}, password: ${JSON.stringify(options.pass ?? '')} }\n` : '';
   // sync_interval: always makes every stored message fsync'd before its PubAck, as in production.
-  const config =
+  const config = (port: number): string =>
     `server_name: ${name}\n` +
     `listen: 127.0.0.1:${port}\n` +
     `max_payload: 8MB\n` +
     auth +
     `jetstream {\n  store_dir: ${JSON.stringify(storeDir)}\n  sync_interval: always\n  max_memory_store: 64MB\n  max_file_store: 1GB\n}\n`;
   const configFile = path.join(dir, 'nats-server.conf');
-  await writeFile(configFile, config);
 
   let current: ChildProcess | null = null;
   let stopped = false;
@@ -187,7 +200,11 @@ export async function startNats(options: NatsServerOptions = {}): Promise<NatsTe
     const started = await spawnUntil(bin, ['-c', configFile], 'Server is ready', 30_000);
     current = started.child;
   };
-  await launch().catch(async (err: unknown) => {
+  const port = await onFreePort(async (p) => {
+    await writeFile(configFile, config(p));
+    await launch();
+    return p;
+  }).catch(async (err: unknown) => {
     await removeTempDir(dir);
     throw err;
   });
@@ -265,10 +282,9 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
   const bin = redisServerBinary();
   const owned = options.dir === undefined;
   const dir = options.dir ?? (await makeTempDir('dris-redis-'));
-  const port = await freePort();
   const persistence = options.durable === true ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'];
   const auth = options.password === undefined ? [] : ['--requirepass', options.password];
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, ...auth, '--dir', dir, '--protected-mode', 'yes'];
+  let args: string[] = [];
   let current: ChildProcess | null = null;
   let stopped = false;
   const removeDir = async (): Promise<void> => {
@@ -277,7 +293,11 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
   const launch = async (): Promise<void> => {
     current = (await spawnUntil(bin, args, 'Ready to accept connections', 30_000)).child;
   };
-  await launch().catch(async (err: unknown) => {
+  const port = await onFreePort(async (p) => {
+    args = ['--port', String(p), '--bind', '127.0.0.1', '--save', '', ...persistence, ...auth, '--dir', dir, '--protected-mode', 'yes'];
+    await launch();
+    return p;
+  }).catch(async (err: unknown) => {
     await removeDir();
     throw err;
   });
