@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { drainPending, Session } from 'chdb';
+import { drainPending, Session, type RawInsertParams } from 'chdb';
 import { DrisError, type DrisErrorCode } from '../../errors/dris-error.js';
 import { bindLiterals } from './sql-literals.js';
 import type { ExecOptions, InsertSettings, SqlParams, SqlRunner } from './sql-runner.js';
@@ -143,24 +143,12 @@ export class ChdbSqlRunner implements SqlRunner {
 
   async insertJsonLines(table: string, lines: Buffer, settings?: InsertSettings): Promise<void> {
     if (lines.length === 0) return;
-    this.#assertOpen();
-    if (this.#settingUp !== null) await this.#ready();
-    try {
-      await this.#session.insert({ table, values: lines, format: 'JSONEachRow', timeout: this.#timeoutMs, ...(settings === undefined ? {} : { settings }) });
-    } catch (err) {
-      throw translateChdbError(err, 'insert', false);
-    }
+    await this.#insert({ table, values: lines, format: 'JSONEachRow' }, settings);
   }
 
   async insertCompactLines(table: string, columns: readonly string[], lines: Buffer, settings?: InsertSettings): Promise<void> {
     if (lines.length === 0) return;
-    this.#assertOpen();
-    if (this.#settingUp !== null) await this.#ready();
-    try {
-      await this.#session.insert({ table, columns: [...columns], values: lines, format: 'JSONCompactEachRow', timeout: this.#timeoutMs, ...(settings === undefined ? {} : { settings }) });
-    } catch (err) {
-      throw translateChdbError(err, 'insert', false);
-    }
+    await this.#insert({ table, columns: [...columns], values: lines, format: 'JSONCompactEachRow' }, settings);
   }
 
   async close(): Promise<void> {
@@ -173,36 +161,44 @@ export class ChdbSqlRunner implements SqlRunner {
     await drainPending();
   }
 
-  async #run(sql: string, params: SqlParams | undefined, format: string, timeout: number): Promise<string> {
+  /** An insert on the write session; an engine error is reported by code only (it may quote a row). */
+  async #insert(what: Omit<RawInsertParams, 'settings' | 'timeout'>, settings: InsertSettings | undefined): Promise<void> {
     this.#assertOpen();
     if (this.#settingUp !== null) await this.#ready();
     try {
-      const result =
-        params === undefined
-          ? await this.#session.queryAsync(sql, { format, timeout })
-          : await this.#session.queryBindAsync(sql, params, { format, timeout });
-      return result.text();
+      await this.#session.insert({ ...what, timeout: this.#timeoutMs, ...(settings === undefined ? {} : { settings: { ...settings } }) });
     } catch (err) {
-      throw translateChdbError(err, 'query', true);
+      throw translateChdbError(err, 'insert', false);
     }
+  }
+
+  /** A statement on the write session, its parameters bound by the engine. */
+  #run(sql: string, params: SqlParams | undefined, format: string, timeout: number): Promise<string> {
+    return this.#statement(this.#session, sql, params, { format, timeout }, true);
   }
 
   /** A SELECT on the least busy reader, its parameters bound as literals. */
   async #read(sql: string, params: SqlParams | undefined): Promise<string> {
-    this.#assertOpen();
-    if (this.#settingUp !== null) await this.#ready();
-    const text = params === undefined ? sql : bindLiterals(sql, params);
     let at = 0;
     for (let i = 1; i < this.#readerLoad.length; i++) if ((this.#readerLoad[i] as number) < (this.#readerLoad[at] as number)) at = i;
     this.#readerLoad[at] = (this.#readerLoad[at] as number) + 1;
     try {
-      const result = await (this.#readers[at] as Session).queryAsync(text, { format: 'JSONEachRow', timeout: this.#timeoutMs });
-      return result.text();
-    } catch (err) {
-      // The engine's message may quote the statement, which now carries the values themselves.
-      throw translateChdbError(err, 'query', params === undefined);
+      // The engine's message may quote the statement, which then carries the values themselves.
+      return await this.#statement(this.#readers[at] as Session, params === undefined ? sql : bindLiterals(sql, params), undefined, { format: 'JSONEachRow', timeout: this.#timeoutMs }, params === undefined);
     } finally {
       this.#readerLoad[at] = (this.#readerLoad[at] as number) - 1;
+    }
+  }
+
+  /** One statement on `session`, its errors translated; `keepCause`: the engine's message may be kept. */
+  async #statement(session: Session, sql: string, params: SqlParams | undefined, options: { format: string; timeout: number }, keepCause: boolean): Promise<string> {
+    this.#assertOpen();
+    if (this.#settingUp !== null) await this.#ready();
+    try {
+      const result = params === undefined ? await session.queryAsync(sql, options) : await session.queryBindAsync(sql, params, options);
+      return result.text();
+    } catch (err) {
+      throw translateChdbError(err, 'query', keepCause);
     }
   }
 
