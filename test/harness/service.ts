@@ -91,7 +91,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   const listens = roles.includes('api');
   let adminPort: number | undefined;
   let opsPort: number | undefined;
-  const port = await new Promise<number>((resolve, reject) => {
+  const started = new Promise<number>((resolve, reject) => {
     let buf = '';
     const timer = setTimeout(() => {
       // Not left running behind the failed start.
@@ -133,6 +133,17 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       reject(new Error(`service exited (${code ?? signal}) before listening:\n${logs.join('\n')}`));
     });
   });
+  let port: number;
+  try {
+    port = await started;
+  } catch (err) {
+    // A start that failed (often on purpose: a refused configuration) leaves no process and no
+    // directory behind that the harness made; one the caller gave is the caller's.
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await waitExit(child);
+    if (options.dataDir === undefined) await rm(dataDir, { recursive: true, force: true });
+    throw err;
+  }
   const bootstrap = listens ? await readBootstrap(dataDir) : { apiKey: '' };
   const adminToken = env['DRIS_ADMIN_TOKEN'] ?? (listens ? (await readFile(path.join(dataDir, 'admin-token'), 'utf8')).trim() : '');
   const kill = async (signal: NodeJS.Signals = 'SIGKILL'): Promise<void> => {
