@@ -2,12 +2,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { drainPending, Session } from 'chdb';
+import { DEFAULT_INDEXER_OPTIONS } from '../../../src/app/indexer.js';
 
 /**
  * The index floor: the embedded engine (chDB, the library the embedded index runs on) without
  * dris around it, in a scratch directory. Inserts: rows of about 1 KiB (a record's identity, hash
- * and payload) into a MergeTree keyed by tenant and record id, 1000 rows per insert as the indexer
- * does, one insert at a time. Look-ups: one row by its key, 8 at a time, as verification reads.
+ * and payload) into a MergeTree keyed by tenant and record id, as many rows per insert as the
+ * indexer writes at most (its maxWriteRecords), one insert at a time. Look-ups: one row by its key, 8 at a time, as verification reads.
  */
 
 export interface ChdbFloor {
@@ -18,8 +19,13 @@ export interface ChdbFloor {
 }
 
 const TABLE = 'default.floor_records';
-/** Rows per insert, as the indexer inserts. */
-export const INSERT_ROWS = 1000;
+/**
+ * Rows per insert: the most the indexer writes at once, which it does whenever the load keeps
+ * it busy. A floor is the engine at its best for dris's writes: each insert has a fixed cost of
+ * tens of milliseconds of CPU (a part per table, its files, the merges after it), so at 1000 rows
+ * the floor charged the schema about twice the CPU per record that the indexer's writes cost.
+ */
+export const INSERT_ROWS = DEFAULT_INDEXER_OPTIONS.maxWriteRecords;
 /** The floor table's columns and engine (also used through the ClickHouse HTTP interface). */
 export const FLOOR_TABLE_DEFINITION = '(tenant String, id String, hash String, payload String) ENGINE = MergeTree ORDER BY (tenant, id)';
 

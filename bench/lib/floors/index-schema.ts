@@ -4,7 +4,7 @@ import { RECORD_LINE_COLUMNS, RECORD_LINES_SETTINGS, recordLines, toPendingRecor
 import { newIngestId } from '../../../src/domain/records/ids.js';
 import { HASH_SCHEME, type OutgoingRecord } from '../../../src/domain/records/types.js';
 import { decodeMessage, encodeRecords } from '../../../src/adapters/queue/record-codec.js';
-import { withScratchSession } from './chdb.js';
+import { INSERT_ROWS, withScratchSession } from './chdb.js';
 
 /**
  * The index schema's floor: what the embedded engine costs to take the indexer's own rows into
@@ -23,8 +23,6 @@ export interface IndexSchemaFloor {
 }
 
 const DB = 'floor';
-/** Rows per insert, as the indexer inserts at the pipeline's batch size. */
-const INSERT_ROWS = 1000;
 
 /** An outgoing record of ingestion, its payload as the bytes that were hashed. */
 function outgoing(i: number, atMs: number, payload: Buffer): OutgoingRecord {
