@@ -8,7 +8,9 @@ import { DEFAULT_INDEXER_OPTIONS } from '../../../src/app/indexer.js';
  * The index floor: the embedded engine (chDB, the library the embedded index runs on) without
  * dris around it, in a scratch directory. Inserts: rows of about 1 KiB (a record's identity, hash
  * and payload) into a MergeTree keyed by tenant and record id, as many rows per insert as the
- * indexer writes at most (its maxWriteRecords), one insert at a time. Look-ups: one row by its key, 8 at a time, as verification reads.
+ * indexer writes at most (its maxWriteRecords), one insert at a time. Look-ups: one row by its key
+ * per query, asked by 8 callers at once; the session runs them one at a time (a chDB session
+ * takes its statements in turn, and statements with parameters run in turn process-wide).
  */
 
 export interface ChdbFloor {
