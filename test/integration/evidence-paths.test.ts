@@ -42,7 +42,7 @@ t.teardown(async () => {
 /** The path hashes each record's row holds, by ingest id. */
 async function storedPaths(tenantId: string): Promise<Map<string, number>> {
   const rows = await raw.query<{ ingest_id: string; n: number | string }>(
-    `SELECT ingest_id, length(JSONExtract(evidence, 12, 'Array(String)')) AS n FROM dris.record_evidence WHERE tenant_id = '${tenantId}' AND JSONExtract(evidence, 9, 'Nullable(String)') IS NOT NULL`,
+    `SELECT ingest_id, length(JSONExtract(evidence, 12, 'Array(String)')) AS n FROM dris.record_evidence_by_hash WHERE tenant_id = '${tenantId}' AND JSONExtract(evidence, 9, 'Nullable(String)') IS NOT NULL`,
   );
   return new Map(rows.map((r) => [r.ingest_id, Number(r.n)]));
 }
@@ -88,7 +88,8 @@ void t.test('a row written whole (an earlier version) reads as it is', async (t)
   const records = Array.from({ length: 40 }, () => invoice('t-whole'));
   const formed = formBatch(records, hashing, BASE_MS + 70_000);
   await index.pipeline.saveFormedBatches([formed]);
-  // Rewritten as earlier versions wrote it: the whole path in the row, at a higher version.
+  // Rewritten as earlier versions wrote it: the whole path in the row, at a higher version, into
+  // the table they wrote (its view copies it to record_evidence_by_hash).
   const target = records[7] as AcceptedRecord;
   const [row] = lookupRowsOf([target], formed.assignments, Number(BigInt(Date.now()) * 1000n), false) as { evidence: unknown[] }[];
   const proof = proofOf(formed, target) ?? [];
@@ -104,7 +105,7 @@ void t.test('a batch write cut short after its evidence rows: its records read a
   await index.records.insertRecords(records);
   const formed = formBatch(records, hashing, BASE_MS + 80_000);
   // The write cut short: the evidence rows, as the batch write makes them, without the block roots and the batch row.
-  await raw.insertJsonLines('dris.record_evidence', lookupLinesOf(records, formed.assignments, Number(BigInt(Date.now()) * 1000n)), LOOKUP_LINES_SETTINGS);
+  await raw.insertJsonLines('dris.record_evidence_by_hash', lookupLinesOf(records, formed.assignments, Number(BigInt(Date.now()) * 1000n)), LOOKUP_LINES_SETTINGS);
   const tops = new BatchTops(index.database);
   const evidence = new ClickHouseEvidenceStore(index.database, { tops });
   const target = records[31] as AcceptedRecord;

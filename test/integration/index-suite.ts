@@ -1,5 +1,6 @@
 import type { Test } from 'tap';
 import { ClickHouseEvidenceStore } from '../../src/adapters/clickhouse/evidence-store.js';
+import { EVIDENCE_KEY_HASH_SQL, evidenceKeyHash } from '../../src/adapters/clickhouse/evidence-key.js';
 import { ClickHousePipelineStore } from '../../src/adapters/clickhouse/pipeline-store.js';
 import type { SqlRunner } from '../../src/adapters/clickhouse/sql-runner.js';
 import type { ClickHouseStorage } from '../../src/adapters/clickhouse/storage.js';
@@ -59,7 +60,7 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
     await ctx.index.database.migrate();
     await ctx.index.database.migrate();
     const versions = await ctx.raw.query<{ version: number | string }>('SELECT version FROM dris.schema_migrations ORDER BY version');
-    t.same(versions.map((v) => Number(v.version)), Array.from({ length: 24 }, (_, i) => i + 1));
+    t.same(versions.map((v) => Number(v.version)), Array.from({ length: 29 }, (_, i) => i + 1));
     const tables = await ctx.raw.query<{ name: string }>(
       `SELECT name FROM system.tables WHERE database = 'dris' ORDER BY name`,
     );
@@ -69,8 +70,10 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
       'batch_blocks',
       'batches',
       'record_evidence',
+      'record_evidence_by_hash',
+      'record_evidence_by_hash_from_evidence',
+      'record_evidence_by_hash_from_records',
       'record_evidence_from_lookup',
-      'record_evidence_from_records',
       'record_leaves',
       'record_lookup',
       'records',
@@ -81,7 +84,7 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
       'verifications',
     ]);
     const engines = await ctx.raw.query<{ name: string; engine: string; sorting_key: string }>(
-      `SELECT name, engine, sorting_key FROM system.tables WHERE database = 'dris' AND name IN ('records', 'record_leaves', 'record_lookup', 'record_evidence', 'api_keys', 'audit_events')`,
+      `SELECT name, engine, sorting_key FROM system.tables WHERE database = 'dris' AND name IN ('records', 'record_leaves', 'record_lookup', 'record_evidence', 'record_evidence_by_hash', 'api_keys', 'audit_events')`,
     );
     t.same(
       Object.fromEntries(engines.map((e) => [e.name, [e.engine, e.sorting_key]])),
@@ -90,6 +93,7 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
         record_leaves: ['ReplacingMergeTree', 'tenant_id, ingest_id'],
         record_lookup: ['ReplacingMergeTree', 'tenant_id, collection, record_id, database, record_version, ingest_id'],
         record_evidence: ['ReplacingMergeTree', 'tenant_id, collection, record_id, database, record_version, ingest_id'],
+        record_evidence_by_hash: ['ReplacingMergeTree', 'key_hash, tenant_id, collection, record_id, database, record_version, ingest_id'],
         api_keys: ['ReplacingMergeTree', 'key_id'],
         audit_events: ['MergeTree', 'tenant_id, at, event_id'],
       },
@@ -110,6 +114,27 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
     );
     t.match(evidence?.create_table_query, /merge_selector_base = 5\b/, 'record_evidence merges in the default steps (migration 23)');
     t.notMatch(evidence?.create_table_query, /merge_selector_base = 3\b/);
+  });
+
+  t.test("record_evidence_by_hash: the engine's key hash is the one look-ups name", async (t) => {
+    // Keys of every kind a record may carry: a quote, a backslash, text past ASCII, a NUL.
+    const keys = [
+      { tenantId: 'tenant-h', collection: 'orders', recordId: 'r-1' },
+      { tenantId: 'tenant-h', collection: "o'rders", recordId: 'r\\2' },
+      { tenantId: 'tenant-h', collection: 'commandes', recordId: 'réf-✓-3' },
+      { tenantId: 'tenant-h', collection: 'orders', recordId: 'r\u00004' },
+    ];
+    const rows = await ctx.raw.query<{ h: string | number }>(
+      `SELECT toString(${EVIDENCE_KEY_HASH_SQL}) AS h
+       FROM (SELECT arrayJoin(arrayZip(arrayEnumerate({ts:Array(String)}), {ts:Array(String)}, {cs:Array(String)}, {rs:Array(String)})) AS k,
+                    k.1 AS i, k.2 AS tenant_id, k.3 AS collection, k.4 AS record_id)
+       ORDER BY i`,
+      { ts: keys.map((k) => k.tenantId), cs: keys.map((k) => k.collection), rs: keys.map((k) => k.recordId) },
+    );
+    t.strictSame(
+      rows.map((r) => String(r.h)),
+      keys.map((k) => evidenceKeyHash(k).toString()),
+    );
   });
 
   t.test('insert then query: values, filters, time range, paging', async (t) => {

@@ -9,6 +9,8 @@ import { bootstrapSql, migrations, recordMigrationSql } from '../../src/adapters
 import { openClickHouseStorage } from '../../src/adapters/clickhouse/open-storage.js';
 import { ClickHousePipelineStore } from '../../src/adapters/clickhouse/pipeline-store.js';
 import { toRecordRow } from '../../src/adapters/clickhouse/record-rows.js';
+import { lookupLinesOf, LOOKUP_LINES_SETTINGS, lookupRowsOf } from '../../src/adapters/clickhouse/evidence-rows.js';
+import { evidenceKeyHash } from '../../src/adapters/clickhouse/evidence-key.js';
 import { dateTime64Text } from '../../src/adapters/clickhouse/values.js';
 import { formBatch } from '../../src/domain/pipeline/batch-formation.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
@@ -72,41 +74,43 @@ t.teardown(async () => {
   await index.close();
 });
 
-void t.test('record_evidence: key order, small granules, compact parts, packed evidence; fed by a view on records', async (t) => {
+void t.test('record_evidence_by_hash: hash key, small granules, compact parts, packed evidence; fed by a view on records', async (t) => {
   await index.database.migrate();
   const [table] = await raw.query<{ engine: string; sorting_key: string; primary_key: string; create_table_query: string }>(
-    `SELECT engine, sorting_key, primary_key, create_table_query FROM system.tables WHERE database = 'dris' AND name = 'record_evidence'`,
+    `SELECT engine, sorting_key, primary_key, create_table_query FROM system.tables WHERE database = 'dris' AND name = 'record_evidence_by_hash'`,
   );
   t.equal(table?.engine, 'ReplacingMergeTree');
-  t.equal(table?.sorting_key, 'tenant_id, collection, record_id, database, record_version, ingest_id');
-  t.equal(table?.primary_key, 'tenant_id, collection, record_id');
+  t.equal(table?.sorting_key, 'key_hash, tenant_id, collection, record_id, database, record_version, ingest_id');
+  t.equal(table?.primary_key, 'key_hash');
   t.match(table?.create_table_query, /index_granularity = 16/);
+  t.match(table?.create_table_query, /merge_selector_base = 5\b/);
   const views = await raw.query<{ name: string; engine: string }>(
-    `SELECT name, engine FROM system.tables WHERE database = 'dris' AND name IN ('record_evidence_from_records', 'record_evidence_from_lookup', 'record_lookup_from_records') ORDER BY name`,
+    `SELECT name, engine FROM system.tables WHERE database = 'dris' AND engine = 'MaterializedView' ORDER BY name`,
   );
   t.same(
     views.map((v) => [v.name, v.engine]),
     [
+      ['record_evidence_by_hash_from_evidence', 'MaterializedView'],
+      ['record_evidence_by_hash_from_records', 'MaterializedView'],
       ['record_evidence_from_lookup', 'MaterializedView'],
-      ['record_evidence_from_records', 'MaterializedView'],
     ],
-    'record_lookup is no longer fed from records',
+    'neither record_lookup nor record_evidence is fed from records any more',
   );
 
   const recs = [record('t-a'), record('t-a', { sourceTimestamp: '2025-05-31T23:59:59+02:00', operationType: 'delete' })];
   await index.records.insertRecords(recs);
-  const parts = await raw.query<{ part_type: string }>(`SELECT DISTINCT part_type FROM system.parts WHERE database = 'dris' AND table = 'record_evidence' AND active`);
+  const parts = await raw.query<{ part_type: string }>(`SELECT DISTINCT part_type FROM system.parts WHERE database = 'dris' AND table = 'record_evidence_by_hash' AND active`);
   t.same(parts.map((p) => p.part_type), ['Compact']);
   const rows = await raw.query<{ record_id: string; version: number | string; evidence: string }>(
-    `SELECT record_id, version, evidence FROM dris.record_evidence WHERE tenant_id = 't-a' ORDER BY record_id`,
+    `SELECT record_id, version, evidence FROM dris.record_evidence_by_hash WHERE tenant_id = 't-a' ORDER BY record_id`,
   );
   t.same(
     rows.map((r) => [r.record_id, Number(r.version), JSON.parse(r.evidence) as unknown]),
     recs.map((r) => [r.recordId, 1, [r.clientId, r.operationType, r.sourceTimestamp, r.hashScheme, r.payloadHash, r.recordHash, r.salt, null, null, null, null, []]]),
     'each indexed record has its row, version 1, its evidence in EVIDENCE_FIELDS order, no leaf yet',
   );
-  const none = await raw.query(`SELECT 1 FROM dris.record_lookup WHERE tenant_id = 't-a'`);
-  t.same(none, [], 'nothing written to record_lookup');
+  const none = await raw.query(`SELECT 1 FROM dris.record_lookup WHERE tenant_id = 't-a' UNION ALL SELECT 1 FROM dris.record_evidence WHERE tenant_id = 't-a'`);
+  t.same(none, [], 'nothing written to record_lookup or record_evidence');
 });
 
 void t.test('a row an older process writes to record_lookup reaches record_evidence', async (t) => {
@@ -145,10 +149,62 @@ void t.test('a row an older process writes to record_lookup reaches record_evide
   t.equal(found[0]?.recordHash, r.recordHash);
 });
 
+void t.test('a data directory of the version before record_evidence_by_hash: the upgrade back-fills it, and an older pipeline still reaches it', async (t) => {
+  const db = 'dris_v24';
+  for (const s of bootstrapSql(db)) await raw.exec(s);
+  for (const m of migrations(db).filter((m) => m.version <= 24)) {
+    await raw.exec(m.sql);
+    await raw.exec(recordMigrationSql(db), { version: m.version, name: m.name });
+  }
+  const [batched, indexedOnly, batchedAfter] = [record('t-v'), record('t-v'), record('t-v')];
+  // What that version wrote: record rows (its view copying them into record_evidence) and the
+  // pipeline's rows with their leaves, into record_evidence.
+  await raw.insertJsonEachRow(`${db}.records`, [batched, indexedOnly, batchedAfter].map((r) => toRecordRow(r)));
+  const formed = formBatch([batched], hashing, BASE_MS + 1_000);
+  await raw.insertJsonLines(`${db}.record_evidence`, lookupLinesOf([batched], formed.assignments, 1_000), LOOKUP_LINES_SETTINGS);
+
+  const { storage: upgraded } = await openClickHouseStorage({ engine: { kind: 'embedded', path }, database: db });
+  t.teardown(() => upgraded.close());
+  await upgraded.database.migrate();
+  const evidence = new ClickHouseEvidenceStore(upgraded.database);
+  const find = (r: AcceptedRecord): Promise<StoredRecord[]> => evidence.findRecord({ tenantId: 't-v', collection: 'invoices', recordId: r.recordId });
+  t.same(leafOf(await find(batched)), [[formed.assignments[0]?.snapshotId, formed.batch.batchId, 0, 1, 0]], 'back-filled with its leaf');
+  t.same(leafOf(await find(indexedOnly)), [[null, null, null, null, 0]], 'back-filled, not batched yet');
+
+  // A process of the older version, still running during the upgrade, writes a leaf to record_evidence.
+  const later = formBatch([batchedAfter], hashing, BASE_MS + 2_000);
+  await raw.insertJsonLines(`${db}.record_evidence`, lookupLinesOf([batchedAfter], later.assignments, 2_000), LOOKUP_LINES_SETTINGS);
+  t.same(leafOf(await find(batchedAfter)), [[later.assignments[0]?.snapshotId, later.batch.batchId, 0, 1, 0]], 'its write reaches the new table');
+  // And a record indexed now reaches the new table only.
+  const fresh = record('t-v');
+  await upgraded.records.insertRecords([fresh]);
+  t.equal((await find(fresh)).length, 1);
+  const old = await raw.query(`SELECT 1 FROM ${db}.record_evidence WHERE tenant_id = 't-v' AND record_id = {id:String}`, { id: fresh.recordId });
+  t.same(old, [], 'record_evidence is no longer fed from records');
+});
+
+void t.test("a hash shared with another tenant's key (a collision) answers no row of that key", async (t) => {
+  const mine = record('t-mine');
+  const theirs = record('t-theirs', { recordId: 'their-secret' });
+  await index.records.insertRecords([mine]);
+  // Their row, stored under the hash of my key, as a collision would store it.
+  const [row] = lookupRowsOf([theirs], [{ ingestId: theirs.ingestId, tenantId: theirs.tenantId, snapshotId: 's', batchId: 'b', leafIndex: 0, treeSize: 1, proof: [] }], 5);
+  await raw.insertJsonEachRow('dris.record_evidence_by_hash', [{ ...row, key_hash: evidenceKeyHash({ tenantId: mine.tenantId, collection: mine.collection, recordId: mine.recordId }).toString() }]);
+  const same = await raw.query<{ n: number | string }>(`SELECT count() AS n FROM dris.record_evidence_by_hash WHERE key_hash = {h:UInt64}`, {
+    h: evidenceKeyHash({ tenantId: mine.tenantId, collection: mine.collection, recordId: mine.recordId }),
+  });
+  t.equal(Number(same[0]?.n), 2, 'both rows under one hash');
+  const evidence = new ClickHouseEvidenceStore(index.database);
+  const found = await evidence.findRecord({ tenantId: 't-mine', collection: 'invoices', recordId: mine.recordId });
+  t.same(found.map((r) => [r.envelope.tenantId, r.ingestId]), [['t-mine', mine.ingestId]]);
+  const trace = await new ClickHousePipelineStore(index.database).traceRecord('t-mine', { collection: 'invoices', recordId: mine.recordId });
+  t.same(trace.map((x) => x.ingestId), [mine.ingestId]);
+});
+
 void t.test('the batch write adds the leaf whichever of indexer and pipeline writes first', async (t) => {
   // The versions are counted below: a background merge must not collapse them first.
-  await raw.query('SYSTEM STOP MERGES dris.record_evidence');
-  t.teardown(() => raw.query('SYSTEM START MERGES dris.record_evidence'));
+  await raw.query('SYSTEM STOP MERGES dris.record_evidence_by_hash');
+  t.teardown(() => raw.query('SYSTEM START MERGES dris.record_evidence_by_hash'));
   const store = new ClickHousePipelineStore(index.database);
   const evidence = new ClickHouseEvidenceStore(index.database);
   const indexedFirst = record('t-b');
@@ -168,7 +224,7 @@ void t.test('the batch write adds the leaf whichever of indexer and pipeline wri
     t.equal(found[0]?.acceptedAtMs, Date.parse(r.acceptedAt));
     t.equal(found[0]?.clientId, 'app');
   }
-  const stored = await raw.query<{ n: number | string }>(`SELECT count() AS n FROM dris.record_evidence WHERE tenant_id = 't-b'`);
+  const stored = await raw.query<{ n: number | string }>(`SELECT count() AS n FROM dris.record_evidence_by_hash WHERE tenant_id = 't-b'`);
   t.equal(Number(stored[0]?.n), 4, 'both versions of both rows are stored until a merge');
 
   const trace = await store.traceRecord('t-b', { collection: 'invoices', recordId: batchedFirst.recordId });
@@ -276,7 +332,7 @@ void t.test('a data directory made before record_lookup: the upgrade back-fills 
   t.same(trace.map((x) => [x.batchId, x.leafIndex]), [['b-9', 1]]);
 
   // A back-fill repeated (a crash before its bookkeeping row) changes no answer.
-  for (const name of ['back-fill record_lookup', 'back-fill record_evidence']) {
+  for (const name of ['back-fill record_lookup', 'back-fill record_evidence', 'back-fill record_evidence_by_hash']) {
     const backFill = migrations(db).find((m) => m.name === name);
     if (backFill === undefined) throw new Error(`no migration ${name}`);
     await raw.exec(backFill.sql);
@@ -288,14 +344,14 @@ void t.test('a data directory made before record_lookup: the upgrade back-fills 
 });
 
 void t.test("the indexer's and the pipeline's rows of a record differ only in leaf and version", async (t) => {
-  await raw.query('SYSTEM STOP MERGES dris.record_evidence');
-  t.teardown(() => raw.query('SYSTEM START MERGES dris.record_evidence'));
+  await raw.query('SYSTEM STOP MERGES dris.record_evidence_by_hash');
+  t.teardown(() => raw.query('SYSTEM START MERGES dris.record_evidence_by_hash'));
   const store = new ClickHousePipelineStore(index.database);
   const r = record('t-x', { sourceTimestamp: '2025-05-31T23:59:59+02:00', operationType: 'insert', recordVersion: '7' });
   await index.records.insertRecords([r]);
   const formed = formBatch([r], hashing, BASE_MS);
   await store.saveFormedBatches([formed]);
-  const rows = await raw.query<Record<string, unknown> & { evidence: string }>(`SELECT * EXCEPT (version) FROM dris.record_evidence WHERE tenant_id = 't-x' ORDER BY version`);
+  const rows = await raw.query<Record<string, unknown> & { evidence: string }>(`SELECT * EXCEPT (version, key_hash) FROM dris.record_evidence_by_hash WHERE tenant_id = 't-x' ORDER BY version`);
   t.equal(rows.length, 2);
   // The view packs in SQL what the pipeline packs in TypeScript: the same text but for the leaf.
   const [indexed, batched] = rows.map(({ evidence, ...key }) => ({ key, evidence: JSON.parse(evidence) as unknown[] }));

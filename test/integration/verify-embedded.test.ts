@@ -308,11 +308,11 @@ t.test('tampered index rows and manifests', async (t) => {
   }
   t.equal(removed, 1, 'the manifest of batch 1 is one block');
   await tamper([
-    // Verification reads a record and its leaf from record_evidence, packed in EVIDENCE_FIELDS order.
+    // Verification reads a record and its leaf from record_evidence_by_hash, packed in EVIDENCE_FIELDS order.
     // a: the salt (7th) changed, so the envelope no longer hashes to the stored record hash.
-    `INSERT INTO dris.record_evidence SELECT * REPLACE (replaceOne(evidence, JSONExtractString(evidence, 7), '${'0'.repeat(32)}') AS evidence, version + 100 AS version) FROM dris.record_evidence FINAL WHERE record_id = 'a'`,
+    `INSERT INTO dris.record_evidence_by_hash SELECT * REPLACE (replaceOne(evidence, JSONExtractString(evidence, 7), '${'0'.repeat(32)}') AS evidence, version + 100 AS version) FROM dris.record_evidence_by_hash FINAL WHERE record_id = 'a'`,
     // b: the first element of the proof (12th) changed.
-    `INSERT INTO dris.record_evidence SELECT * REPLACE (replaceOne(evidence, JSONExtractString(evidence, 12, 1), '${'0'.repeat(64)}') AS evidence, version + 100 AS version) FROM dris.record_evidence FINAL WHERE record_id = 'b'`,
+    `INSERT INTO dris.record_evidence_by_hash SELECT * REPLACE (replaceOne(evidence, JSONExtractString(evidence, 12, 1), '${'0'.repeat(64)}') AS evidence, version + 100 AS version) FROM dris.record_evidence_by_hash FINAL WHERE record_id = 'b'`,
     // batch 1 points at batch 2's manifest.
     `INSERT INTO dris.batches SELECT * REPLACE ((SELECT any(manifest_cid) FROM dris.batches FINAL WHERE batch_id = '${batch2}') AS manifest_cid, version + 100 AS version) FROM dris.batches FINAL WHERE batch_id = '${batch1}'`,
     // batch 2 recorded as Failed, under a root that was never anchored: reconciliation adopts a

@@ -167,15 +167,25 @@ void t.test('migrate applies missing migrations in order, then only bootstraps',
   t.same(execs[47]?.params, { version: 23, name: 'record_evidence merges in default steps' });
   t.match(execs[48]?.sql, /^CREATE TABLE IF NOT EXISTS dris_test\.batch_blocks\n/);
   t.same(execs[49]?.params, { version: 24, name: 'create batch_blocks' });
-  t.equal(execs.length, 50);
+  t.match(execs[50]?.sql, /^CREATE TABLE IF NOT EXISTS dris_test\.record_evidence_by_hash\n\(\n {4}key_hash +UInt64 DEFAULT reinterpretAsUInt64\(substring\(SHA256\(.*PRIMARY KEY key_hash\nORDER BY \(key_hash, tenant_id, collection, record_id, database, record_version, ingest_id\)\nSETTINGS index_granularity = 16,/s);
+  t.same(execs[51]?.params, { version: 25, name: 'create record_evidence_by_hash' });
+  t.match(execs[52]?.sql, /CREATE MATERIALIZED VIEW IF NOT EXISTS dris_test\.record_evidence_by_hash_from_records TO dris_test\.record_evidence_by_hash AS\s+SELECT .*toJSONString\(tuple\(client_id, .*merkle_proof\)\) AS evidence, row_version AS version\s+FROM dris_test\.records$/s);
+  t.same(execs[53]?.params, { version: 26, name: 'create record_evidence_by_hash_from_records' });
+  t.match(execs[54]?.sql, /CREATE MATERIALIZED VIEW IF NOT EXISTS dris_test\.record_evidence_by_hash_from_evidence TO dris_test\.record_evidence_by_hash AS.*FROM dris_test\.record_evidence$/s);
+  t.same(execs[55]?.params, { version: 27, name: 'create record_evidence_by_hash_from_evidence' });
+  t.equal(execs[56]?.sql, 'DROP VIEW IF EXISTS dris_test.record_evidence_from_records');
+  t.same(execs[57]?.params, { version: 28, name: 'drop record_evidence_from_records' });
+  t.match(execs[58]?.sql, /^INSERT INTO dris_test\.record_evidence_by_hash .*FROM dris_test\.record_evidence$/s);
+  t.same(execs[59]?.params, { version: 29, name: 'back-fill record_evidence_by_hash' });
+  t.equal(execs.length, 60);
   // Migrations run without the per-query limit (a back-fill takes as long as the table is large).
   const migrationTimeouts = runner.timeouts.filter((_, i) => i >= 2 && i % 2 === 0);
-  t.equal(migrationTimeouts.length, 24);
+  t.equal(migrationTimeouts.length, 29);
   t.ok(migrationTimeouts.every((ms) => ms !== undefined && ms >= 3_600_000));
 
   const again = new FakeRunner();
   // A server answers 64-bit integers as strings.
-  again.onQuery = () => Array.from({ length: 24 }, (_, i) => ({ version: String(i + 1) }));
+  again.onQuery = () => Array.from({ length: 29 }, (_, i) => ({ version: String(i + 1) }));
   await (await serverStorage(again)).database.migrate();
   t.equal(again.of('exec').length, 2);
 });

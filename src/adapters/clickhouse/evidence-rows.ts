@@ -8,9 +8,10 @@ import { EVIDENCE_FIELDS, LEAF_COLUMNS } from './schema.js';
 import type { SqlParams } from './sql-runner.js';
 import { dateTime64Text, type Int64Out } from './values.js';
 import { pointReadSettings } from './point-read.js';
+import { evidenceKeyHashes, type EvidenceKey } from './evidence-key.js';
 
 /**
- * record_evidence: every record by (tenant, collection, recordId), with its leaf, in one row. The
+ * record_evidence_by_hash: every record by (tenant, collection, recordId), with its leaf, in one row. The
  * indexer's inserts into records reach it through a materialized view (version 1, no leaf); the
  * pipeline writes the same row again with its leaf and the leaf's version when it stores the
  * record's batch. ReplacingMergeTree keeps the higher version whichever write lands first.
@@ -26,14 +27,14 @@ export type EvidenceRow = EnvelopeRow & Pick<RecordRow, 'leaf_index' | 'tree_siz
 
 /**
  * Whether a leaf read from record_leaves lacks the proof its tree needs: written since
- * record_leaves stopped carrying proofs, it is in the record's record_evidence row instead. A tree
+ * record_leaves stopped carrying proofs, it is in the record's evidence row instead. A tree
  * of one leaf has an empty proof of its own.
  */
 export function proofInEvidence(r: Pick<RecordRow, 'batch_id' | 'tree_size' | 'merkle_proof'>): boolean {
   return r.batch_id !== null && r.batch_id !== '' && Number(r.tree_size ?? 0) > 1 && r.merkle_proof.length === 0;
 }
 
-/** A record_evidence row as read (LOOKUP_READ_COLUMNS), its evidence unpacked. */
+/** A record_evidence_by_hash row as read (LOOKUP_READ_COLUMNS), its evidence unpacked. */
 export type LookupRow = EvidenceRow & { version: Int64Out };
 
 /** A row as the query returns it: the key, and the evidence still packed. */
@@ -110,15 +111,19 @@ interface LeafRow {
 }
 
 /**
- * Look-up rows matching `where` (see `lookupRecords`): the highest version of each record, oldest
- * acceptance first. A row without a leaf takes it from record_leaves when that has one, so
+ * Look-up rows of these keys (and `filter`, on the row's columns): the highest version of each
+ * record, oldest acceptance first. Rows are found by their keys' hashes (evidence-key.ts) and
+ * kept when their key is one of `keys`. A row without a leaf takes it from record_leaves when that has one, so
  * records batched before record_lookup existed, but indexed after its back-fill, still read with
  * their leaf. That costs a second query only when some row has no leaf. A path kept in part (see
  * batch-tops.ts) comes back whole.
  */
-export async function readLookup(db: ClickHouseDatabase, tops: BatchTops, where: string, params: SqlParams, limit?: string): Promise<LookupRow[]> {
+export async function readLookup(db: ClickHouseDatabase, tops: BatchTops, keys: readonly EvidenceKey[], filter?: { where: string; params: SqlParams }, limit?: string): Promise<LookupRow[]> {
+  if (keys.length === 0) return [];
   const runner = db.runner;
-  const rows = await tops.complete(newestOfEach((await runner.query<PackedRow>(lookupRecordsSql(db.name, where, limit, runner.pointReadSettings), params)).map(unpack)));
+  const params: SqlParams = { ...filter?.params, keyHashes: evidenceKeyHashes(keys) };
+  const sql = lookupRecordsSql(db.name, filter?.where, limit, runner.pointReadSettings);
+  const rows = await tops.complete(newestOfEach(ofKeys(keys, (await runner.query<PackedRow>(sql, params)).map(unpack))));
   const leafless = rows.filter((r) => r.batch_id === null);
   if (leafless.length === 0) return rows;
   const leaves = await runner.query<LeafRow>(leavesByKeySql(db.name), {
@@ -134,6 +139,12 @@ export async function readLookup(db: ClickHouseDatabase, tops: BatchTops, where:
       ? r
       : { ...r, snapshot_id: l.snapshot_id, batch_id: l.batch_id, leaf_index: l.leaf_index, tree_size: l.tree_size, merkle_proof: l.merkle_proof };
   });
+}
+
+/** The rows whose key is one of `keys`: a hash names a key, not a record. */
+function ofKeys(keys: readonly EvidenceKey[], rows: LookupRow[]): LookupRow[] {
+  const wanted = new Set(keys.map((k) => `${k.tenantId}\u0000${k.collection}\u0000${k.recordId}`));
+  return rows.filter((r) => wanted.has(`${r.tenant_id}\u0000${r.collection}\u0000${r.record_id}`));
 }
 
 /** What ReplacingMergeTree keeps once merged: the highest version of each (tenant, ingest id). */
@@ -152,7 +163,7 @@ function newestOfEach(rows: LookupRow[]): LookupRow[] {
 export const LOOKUP_LINES_SETTINGS = { input_format_json_read_arrays_as_strings: 1 } as const;
 
 /**
- * The record_evidence rows of batched records as JSONEachRow lines (`lookupRowsOf`), each row's
+ * The record_evidence_by_hash rows of batched records as JSONEachRow lines (`lookupRowsOf`), each row's
  * evidence written as the JSON array it is rather than as a string holding it: escaping the
  * evidence into a string, and the engine unescaping it, cost more than the rest of the row.
  */
@@ -209,7 +220,7 @@ export function referenceLookupLine(r: AcceptedRecord, a: LeafAssignment, versio
 }
 
 /**
- * The record_evidence rows of batched records, as the pipeline writes them: the indexer's row (the
+ * The record_evidence_by_hash rows of batched records, as the pipeline writes them: the indexer's row (the
  * same envelope, from the same accepted record) plus the leaf, at the leaf's version. `packed`:
  * the evidence as its JSON text (as the column holds it), else as the array.
  */
@@ -236,23 +247,23 @@ export function lookupRowsOf(records: readonly AcceptedRecord[], assignments: re
 
 // ---- SQL ----------------------------------------------------------------------------------------
 
-/** The columns of a record_evidence row as read; accepted_at as epoch milliseconds. */
+/** The columns of a record_evidence_by_hash row as read; accepted_at as epoch milliseconds. */
 const LOOKUP_READ_COLUMNS = `ingest_id, tenant_id, database, collection, record_id, record_version,
        toUnixTimestamp64Milli(accepted_at) AS accepted_at_ms, evidence, version`;
 
 /**
- * record_evidence rows by their key: `where` names tenant_id, collection and record_id (each `=` or
- * `IN`), so the read is a granule or so per key and part whatever the table's size. Every stored
+ * record_evidence_by_hash rows by their keys' hashes (param keyHashes Array(UInt64)), and `where`
+ * when given, so the read is a granule or so per key and part whatever the table's size. Every stored
  * version of a row is returned, with its version: the caller keeps the highest of each record.
  * Neither FINAL nor LIMIT BY: FINAL merges the key ranges of every part it reads, which costs
  * more than the read itself when the table has several parts, and both cost more than picking
  * among the few rows read. With `limit`, the oldest records first, collapsed in the query.
  */
-function lookupRecordsSql(db: string, where: string, limit?: string, engineSettings?: string): string {
+function lookupRecordsSql(db: string, where: string | undefined, limit?: string, engineSettings?: string): string {
   const collapse = limit === undefined ? '' : `\nORDER BY accepted_at, ingest_id, tenant_id, version DESC\nLIMIT 1 BY tenant_id, ingest_id\nLIMIT ${limit}`;
   return `SELECT ${LOOKUP_READ_COLUMNS}
-FROM ${db}.record_evidence
-WHERE ${where}${collapse}
+FROM ${db}.record_evidence_by_hash
+WHERE key_hash IN {keyHashes:Array(UInt64)}${where === undefined ? '' : ` AND ${where}`}${collapse}
 SETTINGS ${pointReadSettings(engineSettings)}`;
 }
 

@@ -26,6 +26,7 @@ export type TableName =
   | 'records'
   | 'record_leaves'
   | 'record_evidence'
+  | 'record_evidence_by_hash'
   | 'api_keys'
   | 'audit_events'
   | 'verifications'
@@ -40,7 +41,7 @@ export type TableName =
 export const LEAF_COLUMNS = ['snapshot_id', 'batch_id', 'leaf_index', 'tree_size', 'merkle_proof'] as const;
 
 /**
- * The record_lookup columns record_evidence packs into its `evidence` column, in this order, as
+ * The record_lookup columns record_evidence (and record_evidence_by_hash) packs into its `evidence` column, in this order, as
  * one JSON array (`toJSONString` of a tuple; `lookupRowsOf` in evidence-rows.ts writes the same).
  */
 export const EVIDENCE_FIELDS = [

@@ -40,7 +40,7 @@ export function literal(value: SqlParamValue): string {
       }
       return String(value);
     default:
-      return `[${(value as readonly (string | number)[]).map((v) => literal(v)).join(', ')}]`;
+      return `[${(value as readonly (string | number | bigint)[]).map((v) => literal(v)).join(', ')}]`;
   }
 }
 

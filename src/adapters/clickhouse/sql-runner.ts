@@ -8,7 +8,7 @@
  */
 
 /** Values of `{name:Type}` placeholders. Int64 values may be numbers below 2^53. */
-export type SqlParamValue = string | number | bigint | boolean | null | readonly string[] | readonly number[];
+export type SqlParamValue = string | number | bigint | boolean | null | readonly string[] | readonly number[] | readonly bigint[];
 export type SqlParams = Readonly<Record<string, SqlParamValue>>;
 /** Engine settings of one insert (names are identifiers, values plain). */
 export type InsertSettings = Readonly<Record<string, string | number | boolean>>;

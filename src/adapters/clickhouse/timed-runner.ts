@@ -12,6 +12,8 @@ const TABLES = new Set([
   'records',
   'record_leaves',
   'record_evidence',
+  'record_evidence_by_hash',
+  'batch_blocks',
   'record_lookup',
   'api_keys',
   'audit_events',

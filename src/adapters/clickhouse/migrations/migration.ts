@@ -17,7 +17,7 @@ export interface Migration {
  * columns side by side) at any size a merge makes: a look-up reads every column of one granule,
  * which then costs one read instead of one per column.
  */
-const COMPACT_PARTS_UP_TO_BYTES = '1099511627776';
+export const COMPACT_PARTS_UP_TO_BYTES = '1099511627776';
 
 /**
  * verifications and audit_events take a small insert per group commit, tens a second under load:

@@ -1,5 +1,6 @@
+import { EVIDENCE_KEY_HASH_SQL } from '../evidence-key.js';
 import { EVIDENCE_FIELDS } from '../schema.js';
-import { byRecordKey, createTable, migration, type Migration } from './migration.js';
+import { byRecordKey, COMPACT_PARTS_UP_TO_BYTES, createTable, migration, type Migration } from './migration.js';
 
 /**
  * record_evidence (migrations 15-18) supersedes record_lookup, with the same key and the same two
@@ -44,4 +45,43 @@ FROM ${db}.record_lookup`),
 SELECT ${EVIDENCE_KEY_COLUMNS}, ${packedEvidence()} AS evidence, version
 FROM ${db}.record_lookup`),
   migration(23, 'record_evidence merges in default steps', `ALTER TABLE ${db}.record_evidence MODIFY SETTING merge_selector_base = ${EVIDENCE_MERGE_BASE}`),
+];
+
+/**
+ * record_evidence_by_hash (migrations 25-29) supersedes record_evidence: the same rows, written by
+ *   the same two writers, under a primary key of one UInt64, a hash of (tenant, collection, record
+ *   id) that the column's DEFAULT computes (evidence-key.ts says why and how).
+ *   - The view on records feeds it instead of record_evidence (26, 28); the pipeline inserts into
+ *     it. A view on record_evidence (27) copies what an older version's pipeline still writes
+ *     there during an upgrade, and what reaches it from record_lookup.
+ *   - 29 back-fills it from record_evidence after the views are in place, so no row is missed;
+ *     rows written meanwhile through both views are written twice at one version, which readers
+ *     collapse. record_evidence itself is left as it is, for processes of the older version.
+ */
+const RECORD_EVIDENCE_BY_HASH = `key_hash UInt64 DEFAULT ${EVIDENCE_KEY_HASH_SQL}, ${RECORD_EVIDENCE}`;
+
+export const recordEvidenceByHashMigrations = (db: string): readonly Migration[] => [
+  migration(
+    25,
+    'create record_evidence_by_hash',
+    createTable(
+      `${db}.record_evidence_by_hash`,
+      RECORD_EVIDENCE_BY_HASH,
+      `ENGINE = ReplacingMergeTree(version)
+PRIMARY KEY key_hash
+ORDER BY (key_hash, tenant_id, collection, record_id, database, record_version, ingest_id)
+SETTINGS index_granularity = 16, min_bytes_for_wide_part = ${COMPACT_PARTS_UP_TO_BYTES}, merge_selector_base = ${EVIDENCE_MERGE_BASE},
+         fsync_after_insert = 1, fsync_part_directory = 1`,
+    ),
+  ),
+  migration(26, 'create record_evidence_by_hash_from_records', `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.record_evidence_by_hash_from_records TO ${db}.record_evidence_by_hash AS
+SELECT ${EVIDENCE_KEY_COLUMNS}, ${packedEvidence()} AS evidence, row_version AS version
+FROM ${db}.records`),
+  migration(27, 'create record_evidence_by_hash_from_evidence', `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.record_evidence_by_hash_from_evidence TO ${db}.record_evidence_by_hash AS
+SELECT ${EVIDENCE_KEY_COLUMNS}, evidence, version
+FROM ${db}.record_evidence`),
+  migration(28, 'drop record_evidence_from_records', `DROP VIEW IF EXISTS ${db}.record_evidence_from_records`),
+  migration(29, 'back-fill record_evidence_by_hash', `INSERT INTO ${db}.record_evidence_by_hash (${EVIDENCE_KEY_COLUMNS}, evidence, version)
+SELECT ${EVIDENCE_KEY_COLUMNS}, evidence, version
+FROM ${db}.record_evidence`),
 ];
