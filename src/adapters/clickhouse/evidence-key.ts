@@ -8,7 +8,7 @@ import { hash } from 'node:crypto';
  * Why a hash: a look-up of a set of keys searches the primary index by generic exclusion, each
  * step comparing key tuples with the set. With the key three strings, that was 2.1 ms of a 32-key
  * look-up's 8.6 on a million records, and the look-ups, one at a time, are what the verification
- * rate waits for; with one UInt64 the same look-up cost 6.6-7.6 ms of CPU against 8.4-9.8.
+ * rate waits for; with one UInt64 the same look-up cost 7.4-9.2 ms of CPU against 8.7-9.9.
  *
  * A hash names a key, not a record: keys of one hash (a collision, or texts that join the same
  * with `\0` between them) only cost a row read more, and every reader keeps the rows that match
