@@ -8,6 +8,7 @@ void t.test('placeholders become typed literals', (t) => {
   );
   t.equal(bindLiterals('fromUnixTimestamp64Milli({ms:Int64})', { ms: 1_700_000_000_000 }), 'fromUnixTimestamp64Milli(CAST(1700000000000 AS Int64))');
   t.equal(bindLiterals('{v:UInt64}', { v: 18_446_744_073_709_551_615n }), 'CAST(18446744073709551615 AS UInt64)');
+  t.equal(bindLiterals('{hs:Array(UInt64)}', { hs: [18_446_744_073_709_551_615n, 1n] }), 'CAST([18446744073709551615, 1] AS Array(UInt64))', 'integers past 2^53 in an array');
   t.equal(bindLiterals('{b:Bool}, {n:Nullable(String)}, {e:Array(String)}', { b: true, n: null, e: [] }), 'CAST(true AS Bool), CAST(NULL AS Nullable(String)), CAST([] AS Array(String))');
   t.equal(bindLiterals('SELECT 1', {}), 'SELECT 1', 'no placeholder, no change');
   t.end();
