@@ -67,6 +67,15 @@ function leafOf(found: readonly StoredRecord[]): [string | null, string | null, 
   return found.map((r) => [r.snapshotId, r.batchId, r.leafIndex, r.treeSize, r.merkleProof.length]);
 }
 
+/** Database `db` as a version that had migrations up to `version` left it, bookkeeping included. */
+async function schemaUpTo(db: string, version: number): Promise<void> {
+  for (const s of bootstrapSql(db)) await raw.exec(s);
+  for (const m of migrations(db).filter((m) => m.version <= version)) {
+    await raw.exec(m.sql);
+    await raw.exec(recordMigrationSql(db), { version: m.version, name: m.name });
+  }
+}
+
 const { storage: index } = await openClickHouseStorage({ engine: { kind: 'embedded', path } });
 const raw = new ChdbSqlRunner(path, 30_000);
 t.teardown(async () => {
@@ -151,11 +160,7 @@ void t.test('a row an older process writes to record_lookup reaches record_evide
 
 void t.test('a data directory of the version before record_evidence_by_hash: the upgrade back-fills it, and an older pipeline still reaches it', async (t) => {
   const db = 'dris_v24';
-  for (const s of bootstrapSql(db)) await raw.exec(s);
-  for (const m of migrations(db).filter((m) => m.version <= 24)) {
-    await raw.exec(m.sql);
-    await raw.exec(recordMigrationSql(db), { version: m.version, name: m.name });
-  }
+  await schemaUpTo(db, 24);
   const [batched, indexedOnly, batchedAfter] = [record('t-v'), record('t-v'), record('t-v')];
   // What that version wrote: record rows (its view copying them into record_evidence) and the
   // pipeline's rows with their leaves, into record_evidence.
@@ -277,11 +282,7 @@ void t.test('versions, filters and many look-ups in one query', async (t) => {
 void t.test('a data directory made before record_lookup: the upgrade back-fills record_lookup, then record_evidence', async (t) => {
   const db = 'dris_before';
   // The schema as the previous version left it: migrations up to 9, with their bookkeeping.
-  for (const s of bootstrapSql(db)) await raw.exec(s);
-  for (const m of migrations(db).filter((m) => m.version <= 9)) {
-    await raw.exec(m.sql);
-    await raw.exec(recordMigrationSql(db), { version: m.version, name: m.name });
-  }
+  await schemaUpTo(db, 9);
   const [leafStored, rewritten, unbatched, batchedNotIndexed, reformed] = [record('t-u'), record('t-u'), record('t-u'), record('t-u'), record('t-u')];
   // What the previous indexer wrote: record rows only.
   await raw.insertJsonEachRow(`${db}.records`, [leafStored, rewritten, unbatched, reformed].map((r) => toRecordRow(r)));
