@@ -15,7 +15,7 @@ import { setLogLevel } from '../../src/util/logger.js';
 import { BASE_MS, record } from './index-fixtures.js';
 
 /**
- * A batched record's audit path on the embedded engine: its record_evidence row keeps the lower
+ * A batched record's audit path on the embedded engine: its record_evidence_packed row keeps the lower
  * levels, and every reader (verification's look-ups by key and by hash, the trace) answers the
  * whole path, derived from the batch's block roots. Rows written whole by earlier versions read as
  * they are; a row of a batch write cut short before its block roots reads as in no batch.
@@ -42,7 +42,7 @@ t.teardown(async () => {
 /** The path hashes each record's row holds, by ingest id. */
 async function storedPaths(tenantId: string): Promise<Map<string, number>> {
   const rows = await raw.query<{ ingest_id: string; n: number | string }>(
-    `SELECT ingest_id, length(JSONExtract(evidence, 12, 'Array(String)')) AS n FROM dris.record_evidence_by_hash WHERE tenant_id = '${tenantId}' AND JSONExtract(evidence, 9, 'Nullable(String)') IS NOT NULL`,
+    `SELECT ingest_id, length(JSONExtract(row, 9, 12, 'Array(String)')) AS n FROM dris.record_evidence_packed WHERE tenant_id = '${tenantId}' AND JSONExtract(row, 9, 9, 'Nullable(String)') IS NOT NULL`,
   );
   return new Map(rows.map((r) => [r.ingest_id, Number(r.n)]));
 }
@@ -89,11 +89,12 @@ void t.test('a row written whole (an earlier version) reads as it is', async (t)
   const formed = formBatch(records, hashing, BASE_MS + 70_000);
   await index.pipeline.saveFormedBatches([formed]);
   // Rewritten as earlier versions wrote it: the whole path in the row, at a higher version, into
-  // the table they wrote (its view copies it to record_evidence_by_hash).
+  // the table they wrote (views copy it on, through record_evidence_by_hash, to record_evidence_packed).
   const target = records[7] as AcceptedRecord;
-  const [row] = lookupRowsOf([target], formed.assignments, Number(BigInt(Date.now()) * 1000n), false) as { evidence: unknown[] }[];
+  const [{ row, ...key }] = lookupRowsOf([target], formed.assignments, Number(BigInt(Date.now()) * 1000n), false) as [{ row: unknown[] }];
+  const evidence = row.at(-1) as unknown[];
   const proof = proofOf(formed, target) ?? [];
-  await raw.insertJsonEachRow('dris.record_evidence', [{ ...row, evidence: JSON.stringify([...(row?.evidence ?? []).slice(0, -1), proof]) }]);
+  await raw.insertJsonEachRow('dris.record_evidence', [{ ...key, evidence: JSON.stringify([...evidence.slice(0, -1), proof]) }]);
   const fresh = new ClickHouseEvidenceStore(index.database);
   const found = await fresh.findRecord({ tenantId: 't-whole', collection: 'invoices', recordId: target.recordId });
   t.same(found.at(-1)?.merkleProof, proof);
@@ -105,7 +106,7 @@ void t.test('a batch write cut short after its evidence rows: its records read a
   await index.records.insertRecords(records);
   const formed = formBatch(records, hashing, BASE_MS + 80_000);
   // The write cut short: the evidence rows, as the batch write makes them, without the block roots and the batch row.
-  await raw.insertJsonLines('dris.record_evidence_by_hash', lookupLinesOf(records, formed.assignments, Number(BigInt(Date.now()) * 1000n)), LOOKUP_LINES_SETTINGS);
+  await raw.insertJsonLines('dris.record_evidence_packed', lookupLinesOf(records, formed.assignments, Number(BigInt(Date.now()) * 1000n)), LOOKUP_LINES_SETTINGS);
   const tops = new BatchTops(index.database);
   const evidence = new ClickHouseEvidenceStore(index.database, { tops });
   const target = records[31] as AcceptedRecord;

@@ -32,11 +32,11 @@ const records: AcceptedRecord[] = Array.from({ length: 60 }, (_, i) => ({
 void t.test('the storage runs it when asked to, and stops it on close', async (t) => {
   const { storage } = await openClickHouseStorage({ engine: { kind: 'embedded', path: join(root, 'clickhouse'), compactIdleMs: 1 } });
   await storage.database.migrate();
-  await storage.database.runner.exec('SYSTEM STOP MERGES dris.record_evidence_by_hash');
+  await storage.database.runner.exec('SYSTEM STOP MERGES dris.record_evidence_packed');
   for (let k = 0; k < 2; k++) await storage.records.insertRecords(records.slice(k * 30, (k + 1) * 30));
-  await storage.database.runner.exec('SYSTEM START MERGES dris.record_evidence_by_hash');
+  await storage.database.runner.exec('SYSTEM START MERGES dris.record_evidence_packed');
   const count = async (): Promise<number> =>
-    Number((await storage.database.runner.query<{ n: number | string }>(`SELECT count() AS n FROM system.parts WHERE active AND database = 'dris' AND table = 'record_evidence_by_hash'`))[0]?.n);
+    Number((await storage.database.runner.query<{ n: number | string }>(`SELECT count() AS n FROM system.parts WHERE active AND database = 'dris' AND table = 'record_evidence_packed'`))[0]?.n);
   const deadline = Date.now() + 20_000;
   while ((await count()) > 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
   t.equal(await count(), 1, 'merged within the check interval (a second for an idle time of 1 ms)');

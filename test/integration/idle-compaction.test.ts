@@ -11,7 +11,7 @@ import { setLogLevel } from '../../src/util/logger.js';
 import { sampleRecord } from '../harness/records.js';
 
 /**
- * The embedded engine merges record_evidence_by_hash into one part once writes have stopped for the idle
+ * The embedded engine merges record_evidence_packed into one part once writes have stopped for the idle
  * time, and not before; look-ups answer the same before and after.
  */
 
@@ -36,18 +36,18 @@ const records: AcceptedRecord[] = Array.from({ length: 60 }, (_, i) => ({
 }));
 
 async function parts(): Promise<number> {
-  const [row] = await index.database.runner.query<{ n: number | string }>(`SELECT count() AS n FROM system.parts WHERE active AND database = 'dris' AND table = 'record_evidence_by_hash'`);
+  const [row] = await index.database.runner.query<{ n: number | string }>(`SELECT count() AS n FROM system.parts WHERE active AND database = 'dris' AND table = 'record_evidence_packed'`);
   return Number(row?.n);
 }
 
 void t.test('merged once idle, not while writes are recent', async (t) => {
-  await index.database.runner.exec('SYSTEM STOP MERGES dris.record_evidence_by_hash');
+  await index.database.runner.exec('SYSTEM STOP MERGES dris.record_evidence_packed');
   // Three inserts, three parts: the engine's merges are held off so that only the compaction merges.
   for (let k = 0; k < 3; k++) await index.records.insertRecords(records.slice(k * 20, (k + 1) * 20));
   t.equal(await parts(), 3);
   const evidence = new ClickHouseEvidenceStore(index.database);
   const before = await Promise.all(records.map((r) => evidence.findRecord({ tenantId: 'acme', collection: r.collection, recordId: r.recordId })));
-  await index.database.runner.exec('SYSTEM START MERGES dris.record_evidence_by_hash');
+  await index.database.runner.exec('SYSTEM START MERGES dris.record_evidence_packed');
 
   let clock = Date.now();
   const compaction = new IdleCompaction(index.database, { idleMs: 600_000, now: () => clock });
@@ -55,17 +55,17 @@ void t.test('merged once idle, not while writes are recent', async (t) => {
   t.ok((await parts()) >= 1);
   clock += 601_000;
   const merged = await compaction.runOnce();
-  t.same(merged, ['record_evidence_by_hash'], 'idle: the table is merged');
+  t.same(merged, ['record_evidence_packed'], 'idle: the table is merged');
   t.equal(await parts(), 1, 'into one part');
   t.same(await compaction.runOnce(), [], 'one part: nothing more to do');
   const after = await Promise.all(records.map((r) => evidence.findRecord({ tenantId: 'acme', collection: r.collection, recordId: r.recordId })));
   t.same(after, before, 'look-ups answer the same');
 
   // A trickle: one record more, one small part beside the large one. Not worth rewriting the table.
-  await index.database.runner.exec('SYSTEM STOP MERGES dris.record_evidence_by_hash');
+  await index.database.runner.exec('SYSTEM STOP MERGES dris.record_evidence_packed');
   await index.records.insertRecords([{ ...(records[0] as AcceptedRecord), recordId: 'c-late', ingestId: `01JCOMPACT${'9'.repeat(16)}` }]);
   t.equal(await parts(), 2);
-  await index.database.runner.exec('SYSTEM START MERGES dris.record_evidence_by_hash');
+  await index.database.runner.exec('SYSTEM START MERGES dris.record_evidence_packed');
   clock += 601_000;
   t.same(await compaction.runOnce(), [], 'a part of less than a tenth of the largest one: left to the engine');
   await compaction.stop();

@@ -60,7 +60,7 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
     await ctx.index.database.migrate();
     await ctx.index.database.migrate();
     const versions = await ctx.raw.query<{ version: number | string }>('SELECT version FROM dris.schema_migrations ORDER BY version');
-    t.same(versions.map((v) => Number(v.version)), Array.from({ length: 29 }, (_, i) => i + 1));
+    t.same(versions.map((v) => Number(v.version)), Array.from({ length: 34 }, (_, i) => i + 1));
     const tables = await ctx.raw.query<{ name: string }>(
       `SELECT name FROM system.tables WHERE database = 'dris' ORDER BY name`,
     );
@@ -72,8 +72,10 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
       'record_evidence',
       'record_evidence_by_hash',
       'record_evidence_by_hash_from_evidence',
-      'record_evidence_by_hash_from_records',
       'record_evidence_from_lookup',
+      'record_evidence_packed',
+      'record_evidence_packed_from_by_hash',
+      'record_evidence_packed_from_records',
       'record_leaves',
       'record_lookup',
       'records',
@@ -84,7 +86,7 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
       'verifications',
     ]);
     const engines = await ctx.raw.query<{ name: string; engine: string; sorting_key: string }>(
-      `SELECT name, engine, sorting_key FROM system.tables WHERE database = 'dris' AND name IN ('records', 'record_leaves', 'record_lookup', 'record_evidence', 'record_evidence_by_hash', 'api_keys', 'audit_events')`,
+      `SELECT name, engine, sorting_key FROM system.tables WHERE database = 'dris' AND name IN ('records', 'record_leaves', 'record_lookup', 'record_evidence', 'record_evidence_by_hash', 'record_evidence_packed', 'api_keys', 'audit_events')`,
     );
     t.same(
       Object.fromEntries(engines.map((e) => [e.name, [e.engine, e.sorting_key]])),
@@ -94,6 +96,7 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
         record_lookup: ['ReplacingMergeTree', 'tenant_id, collection, record_id, database, record_version, ingest_id'],
         record_evidence: ['ReplacingMergeTree', 'tenant_id, collection, record_id, database, record_version, ingest_id'],
         record_evidence_by_hash: ['ReplacingMergeTree', 'key_hash, tenant_id, collection, record_id, database, record_version, ingest_id'],
+        record_evidence_packed: ['ReplacingMergeTree', 'key_hash, tenant_id, collection, record_id, database, record_version, ingest_id'],
         api_keys: ['ReplacingMergeTree', 'key_id'],
         audit_events: ['MergeTree', 'tenant_id, at, event_id'],
       },
@@ -116,7 +119,7 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
     t.notMatch(evidence?.create_table_query, /merge_selector_base = 3\b/);
   });
 
-  t.test("record_evidence_by_hash: the engine's key hash is the one look-ups name", async (t) => {
+  t.test("record_evidence_packed: the engine's key hash is the one look-ups name", async (t) => {
     // Keys of every kind a record may carry: a quote, a backslash, text past ASCII, a NUL.
     const keys = [
       { tenantId: 'tenant-h', collection: 'orders', recordId: 'r-1' },

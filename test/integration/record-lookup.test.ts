@@ -9,19 +9,20 @@ import { bootstrapSql, migrations, recordMigrationSql } from '../../src/adapters
 import { openClickHouseStorage } from '../../src/adapters/clickhouse/open-storage.js';
 import { ClickHousePipelineStore } from '../../src/adapters/clickhouse/pipeline-store.js';
 import { toRecordRow } from '../../src/adapters/clickhouse/record-rows.js';
-import { lookupLinesOf, LOOKUP_LINES_SETTINGS, lookupRowsOf } from '../../src/adapters/clickhouse/evidence-rows.js';
+import { LOOKUP_LINES_SETTINGS, lookupRowsOf } from '../../src/adapters/clickhouse/evidence-rows.js';
 import { evidenceKeyHash } from '../../src/adapters/clickhouse/evidence-key.js';
 import { dateTime64Text } from '../../src/adapters/clickhouse/values.js';
 import { formBatch } from '../../src/domain/pipeline/batch-formation.js';
+import type { LeafAssignment } from '../../src/domain/pipeline/types.js';
 import type { AcceptedRecord } from '../../src/domain/records/types.js';
 import type { StoredRecord } from '../../src/domain/verification/ports.js';
 import { setLogLevel } from '../../src/util/logger.js';
 
 /**
- * record_evidence (which superseded record_lookup): every record by (tenant, collection, recordId)
- * with its leaf in one row, written by the indexer (through the materialized view on records) and
- * again, with the leaf, by the pipeline; and the back-fills when an older data directory is
- * upgraded.
+ * record_evidence_packed (which superseded record_evidence_by_hash, record_evidence and
+ * record_lookup in turn): every record by (tenant, collection, recordId) with its leaf in one row,
+ * written by the indexer (through the materialized view on records) and again, with the leaf, by
+ * the pipeline; and the back-fills when an older data directory is upgraded.
  */
 
 setLogLevel('silent');
@@ -76,6 +77,24 @@ async function schemaUpTo(db: string, version: number): Promise<void> {
   }
 }
 
+/**
+ * The lines an older version's pipeline wrote to record_evidence and record_evidence_by_hash: the
+ * key's columns, and the evidence as a member of its own.
+ */
+function legacyLines(records: readonly AcceptedRecord[], assignments: readonly LeafAssignment[], version: number): Buffer {
+  const lines = lookupRowsOf(records, assignments, version, false).map((r) => {
+    const { row, ...key } = r as { row: unknown[] };
+    return `${JSON.stringify({ ...key, evidence: row.at(-1) })}\n`;
+  });
+  return Buffer.from(lines.join(''), 'utf8');
+}
+
+/** A packed row as read: EVIDENCE_ROW_HEAD, then the evidence. */
+function packed(text: string): { head: unknown[]; evidence: unknown[] } {
+  const row = JSON.parse(text) as unknown[];
+  return { head: row.slice(0, -1), evidence: row.at(-1) as unknown[] };
+}
+
 const { storage: index } = await openClickHouseStorage({ engine: { kind: 'embedded', path } });
 const raw = new ChdbSqlRunner(path, 30_000);
 t.teardown(async () => {
@@ -83,10 +102,10 @@ t.teardown(async () => {
   await index.close();
 });
 
-void t.test('record_evidence_by_hash: hash key, small granules, compact parts, packed evidence; fed by a view on records', async (t) => {
+void t.test('record_evidence_packed: hash key, small granules, compact parts, the row packed whole; fed by a view on records', async (t) => {
   await index.database.migrate();
   const [table] = await raw.query<{ engine: string; sorting_key: string; primary_key: string; create_table_query: string }>(
-    `SELECT engine, sorting_key, primary_key, create_table_query FROM system.tables WHERE database = 'dris' AND name = 'record_evidence_by_hash'`,
+    `SELECT engine, sorting_key, primary_key, create_table_query FROM system.tables WHERE database = 'dris' AND name = 'record_evidence_packed'`,
   );
   t.equal(table?.engine, 'ReplacingMergeTree');
   t.equal(table?.sorting_key, 'key_hash, tenant_id, collection, record_id, database, record_version, ingest_id');
@@ -100,26 +119,37 @@ void t.test('record_evidence_by_hash: hash key, small granules, compact parts, p
     views.map((v) => [v.name, v.engine]),
     [
       ['record_evidence_by_hash_from_evidence', 'MaterializedView'],
-      ['record_evidence_by_hash_from_records', 'MaterializedView'],
       ['record_evidence_from_lookup', 'MaterializedView'],
+      ['record_evidence_packed_from_by_hash', 'MaterializedView'],
+      ['record_evidence_packed_from_records', 'MaterializedView'],
     ],
-    'neither record_lookup nor record_evidence is fed from records any more',
+    'none of record_lookup, record_evidence and record_evidence_by_hash is fed from records any more',
   );
 
   const recs = [record('t-a'), record('t-a', { sourceTimestamp: '2025-05-31T23:59:59+02:00', operationType: 'delete' })];
   await index.records.insertRecords(recs);
-  const parts = await raw.query<{ part_type: string }>(`SELECT DISTINCT part_type FROM system.parts WHERE database = 'dris' AND table = 'record_evidence_by_hash' AND active`);
+  const parts = await raw.query<{ part_type: string }>(`SELECT DISTINCT part_type FROM system.parts WHERE database = 'dris' AND table = 'record_evidence_packed' AND active`);
   t.same(parts.map((p) => p.part_type), ['Compact']);
-  const rows = await raw.query<{ record_id: string; version: number | string; evidence: string }>(
-    `SELECT record_id, version, evidence FROM dris.record_evidence_by_hash WHERE tenant_id = 't-a' ORDER BY record_id`,
+  const rows = await raw.query<{ record_id: string; version: number | string; row: string }>(
+    `SELECT record_id, version, row FROM dris.record_evidence_packed WHERE tenant_id = 't-a' ORDER BY record_id`,
   );
   t.same(
-    rows.map((r) => [r.record_id, Number(r.version), JSON.parse(r.evidence) as unknown]),
-    recs.map((r) => [r.recordId, 1, [r.clientId, r.operationType, r.sourceTimestamp, r.hashScheme, r.payloadHash, r.recordHash, r.salt, null, null, null, null, []]]),
-    'each indexed record has its row, version 1, its evidence in EVIDENCE_FIELDS order, no leaf yet',
+    rows.map((r) => [r.record_id, Number(r.version), packed(r.row)]),
+    recs.map((r) => [
+      r.recordId,
+      1,
+      {
+        head: [r.tenantId, r.collection, r.recordId, r.database, r.recordVersion, r.ingestId, Date.parse(r.acceptedAt), 1],
+        evidence: [r.clientId, r.operationType, r.sourceTimestamp, r.hashScheme, r.payloadHash, r.recordHash, r.salt, null, null, null, null, []],
+      },
+    ]),
+    'each indexed record has its row, version 1, its head and evidence in order, no leaf yet',
   );
-  const none = await raw.query(`SELECT 1 FROM dris.record_lookup WHERE tenant_id = 't-a' UNION ALL SELECT 1 FROM dris.record_evidence WHERE tenant_id = 't-a'`);
-  t.same(none, [], 'nothing written to record_lookup or record_evidence');
+  const none = await raw.query(
+    `SELECT 1 FROM dris.record_lookup WHERE tenant_id = 't-a' UNION ALL SELECT 1 FROM dris.record_evidence WHERE tenant_id = 't-a'
+     UNION ALL SELECT 1 FROM dris.record_evidence_by_hash WHERE tenant_id = 't-a'`,
+  );
+  t.same(none, [], 'nothing written to record_lookup, record_evidence or record_evidence_by_hash');
 });
 
 void t.test('a row an older process writes to record_lookup reaches record_evidence', async (t) => {
@@ -166,7 +196,7 @@ void t.test('a data directory of the version before record_evidence_by_hash: the
   // pipeline's rows with their leaves, into record_evidence.
   await raw.insertJsonEachRow(`${db}.records`, [batched, indexedOnly, batchedAfter].map((r) => toRecordRow(r)));
   const formed = formBatch([batched], hashing, BASE_MS + 1_000);
-  await raw.insertJsonLines(`${db}.record_evidence`, lookupLinesOf([batched], formed.assignments, 1_000), LOOKUP_LINES_SETTINGS);
+  await raw.insertJsonLines(`${db}.record_evidence`, legacyLines([batched], formed.assignments, 1_000), LOOKUP_LINES_SETTINGS);
 
   const { storage: upgraded } = await openClickHouseStorage({ engine: { kind: 'embedded', path }, database: db });
   t.teardown(() => upgraded.close());
@@ -178,7 +208,7 @@ void t.test('a data directory of the version before record_evidence_by_hash: the
 
   // A process of the older version, still running during the upgrade, writes a leaf to record_evidence.
   const later = formBatch([batchedAfter], hashing, BASE_MS + 2_000);
-  await raw.insertJsonLines(`${db}.record_evidence`, lookupLinesOf([batchedAfter], later.assignments, 2_000), LOOKUP_LINES_SETTINGS);
+  await raw.insertJsonLines(`${db}.record_evidence`, legacyLines([batchedAfter], later.assignments, 2_000), LOOKUP_LINES_SETTINGS);
   t.same(leafOf(await find(batchedAfter)), [[later.assignments[0]?.snapshotId, later.batch.batchId, 0, 1, 0]], 'its write reaches the new table');
   // And a record indexed now reaches the new table only.
   const fresh = record('t-v');
@@ -188,14 +218,47 @@ void t.test('a data directory of the version before record_evidence_by_hash: the
   t.same(old, [], 'record_evidence is no longer fed from records');
 });
 
+void t.test('a data directory of the version before record_evidence_packed: the upgrade back-fills it, and an older pipeline still reaches it', async (t) => {
+  const db = 'dris_v29';
+  await schemaUpTo(db, 29);
+  const [batched, indexedOnly, batchedAfter] = [record('t-w'), record('t-w', { sourceTimestamp: '2025-05-31T23:59:59+02:00' }), record('t-w')];
+  // What that version wrote: record rows (its view copying them into record_evidence_by_hash) and
+  // the pipeline's rows with their leaves, into record_evidence_by_hash.
+  await raw.insertJsonEachRow(`${db}.records`, [batched, indexedOnly, batchedAfter].map((r) => toRecordRow(r)));
+  const formed = formBatch([batched], hashing, BASE_MS + 1_000);
+  await raw.insertJsonLines(`${db}.record_evidence_by_hash`, legacyLines([batched], formed.assignments, 1_000), LOOKUP_LINES_SETTINGS);
+
+  const { storage: upgraded } = await openClickHouseStorage({ engine: { kind: 'embedded', path }, database: db });
+  t.teardown(() => upgraded.close());
+  await upgraded.database.migrate();
+  const evidence = new ClickHouseEvidenceStore(upgraded.database);
+  const find = (r: AcceptedRecord): Promise<StoredRecord[]> => evidence.findRecord({ tenantId: 't-w', collection: 'invoices', recordId: r.recordId });
+  t.same(leafOf(await find(batched)), [[formed.assignments[0]?.snapshotId, formed.batch.batchId, 0, 1, 0]], 'back-filled with its leaf');
+  const [onlyIndexed] = await find(indexedOnly);
+  t.same(leafOf(onlyIndexed === undefined ? [] : [onlyIndexed]), [[null, null, null, null, 0]], 'back-filled, not batched yet');
+  t.match(onlyIndexed, { ingestId: indexedOnly.ingestId, recordHash: indexedOnly.recordHash, acceptedAtMs: Date.parse(indexedOnly.acceptedAt) });
+  t.equal(onlyIndexed?.envelope.sourceTimestamp, '2025-05-31T23:59:59+02:00');
+
+  // A process of the older version, still running during the upgrade, writes a leaf to record_evidence_by_hash.
+  const later = formBatch([batchedAfter], hashing, BASE_MS + 2_000);
+  await raw.insertJsonLines(`${db}.record_evidence_by_hash`, legacyLines([batchedAfter], later.assignments, 2_000), LOOKUP_LINES_SETTINGS);
+  t.same(leafOf(await find(batchedAfter)), [[later.assignments[0]?.snapshotId, later.batch.batchId, 0, 1, 0]], 'its write reaches the new table');
+  // And a record indexed now reaches the new table only.
+  const fresh = record('t-w');
+  await upgraded.records.insertRecords([fresh]);
+  t.equal((await find(fresh)).length, 1);
+  const old = await raw.query(`SELECT 1 FROM ${db}.record_evidence_by_hash WHERE tenant_id = 't-w' AND record_id = {id:String}`, { id: fresh.recordId });
+  t.same(old, [], 'record_evidence_by_hash is no longer fed from records');
+});
+
 void t.test("a hash shared with another tenant's key (a collision) answers no row of that key", async (t) => {
   const mine = record('t-mine');
   const theirs = record('t-theirs', { recordId: 'their-secret' });
   await index.records.insertRecords([mine]);
   // Their row, stored under the hash of my key, as a collision would store it.
   const [row] = lookupRowsOf([theirs], [{ ingestId: theirs.ingestId, tenantId: theirs.tenantId, snapshotId: 's', batchId: 'b', leafIndex: 0, treeSize: 1, proof: [] }], 5);
-  await raw.insertJsonEachRow('dris.record_evidence_by_hash', [{ ...row, key_hash: evidenceKeyHash({ tenantId: mine.tenantId, collection: mine.collection, recordId: mine.recordId }).toString() }]);
-  const same = await raw.query<{ n: number | string }>(`SELECT count() AS n FROM dris.record_evidence_by_hash WHERE key_hash = {h:UInt64}`, {
+  await raw.insertJsonEachRow('dris.record_evidence_packed', [{ ...row, key_hash: evidenceKeyHash({ tenantId: mine.tenantId, collection: mine.collection, recordId: mine.recordId }).toString() }]);
+  const same = await raw.query<{ n: number | string }>(`SELECT count() AS n FROM dris.record_evidence_packed WHERE key_hash = {h:UInt64}`, {
     h: evidenceKeyHash({ tenantId: mine.tenantId, collection: mine.collection, recordId: mine.recordId }),
   });
   t.equal(Number(same[0]?.n), 2, 'both rows under one hash');
@@ -208,8 +271,8 @@ void t.test("a hash shared with another tenant's key (a collision) answers no ro
 
 void t.test('the batch write adds the leaf whichever of indexer and pipeline writes first', async (t) => {
   // The versions are counted below: a background merge must not collapse them first.
-  await raw.query('SYSTEM STOP MERGES dris.record_evidence_by_hash');
-  t.teardown(() => raw.query('SYSTEM START MERGES dris.record_evidence_by_hash'));
+  await raw.query('SYSTEM STOP MERGES dris.record_evidence_packed');
+  t.teardown(() => raw.query('SYSTEM START MERGES dris.record_evidence_packed'));
   const store = new ClickHousePipelineStore(index.database);
   const evidence = new ClickHouseEvidenceStore(index.database);
   const indexedFirst = record('t-b');
@@ -229,7 +292,7 @@ void t.test('the batch write adds the leaf whichever of indexer and pipeline wri
     t.equal(found[0]?.acceptedAtMs, Date.parse(r.acceptedAt));
     t.equal(found[0]?.clientId, 'app');
   }
-  const stored = await raw.query<{ n: number | string }>(`SELECT count() AS n FROM dris.record_evidence_by_hash WHERE tenant_id = 't-b'`);
+  const stored = await raw.query<{ n: number | string }>(`SELECT count() AS n FROM dris.record_evidence_packed WHERE tenant_id = 't-b'`);
   t.equal(Number(stored[0]?.n), 4, 'both versions of both rows are stored until a merge');
 
   const trace = await store.traceRecord('t-b', { collection: 'invoices', recordId: batchedFirst.recordId });
@@ -333,7 +396,7 @@ void t.test('a data directory made before record_lookup: the upgrade back-fills 
   t.same(trace.map((x) => [x.batchId, x.leafIndex]), [['b-9', 1]]);
 
   // A back-fill repeated (a crash before its bookkeeping row) changes no answer.
-  for (const name of ['back-fill record_lookup', 'back-fill record_evidence', 'back-fill record_evidence_by_hash']) {
+  for (const name of ['back-fill record_lookup', 'back-fill record_evidence', 'back-fill record_evidence_by_hash', 'back-fill record_evidence_packed']) {
     const backFill = migrations(db).find((m) => m.name === name);
     if (backFill === undefined) throw new Error(`no migration ${name}`);
     await raw.exec(backFill.sql);
@@ -345,18 +408,20 @@ void t.test('a data directory made before record_lookup: the upgrade back-fills 
 });
 
 void t.test("the indexer's and the pipeline's rows of a record differ only in leaf and version", async (t) => {
-  await raw.query('SYSTEM STOP MERGES dris.record_evidence_by_hash');
-  t.teardown(() => raw.query('SYSTEM START MERGES dris.record_evidence_by_hash'));
+  await raw.query('SYSTEM STOP MERGES dris.record_evidence_packed');
+  t.teardown(() => raw.query('SYSTEM START MERGES dris.record_evidence_packed'));
   const store = new ClickHousePipelineStore(index.database);
   const r = record('t-x', { sourceTimestamp: '2025-05-31T23:59:59+02:00', operationType: 'insert', recordVersion: '7' });
   await index.records.insertRecords([r]);
   const formed = formBatch([r], hashing, BASE_MS);
   await store.saveFormedBatches([formed]);
-  const rows = await raw.query<Record<string, unknown> & { evidence: string }>(`SELECT * EXCEPT (version, key_hash) FROM dris.record_evidence_by_hash WHERE tenant_id = 't-x' ORDER BY version`);
+  const rows = await raw.query<Record<string, unknown> & { row: string }>(`SELECT * EXCEPT (version, key_hash) FROM dris.record_evidence_packed WHERE tenant_id = 't-x' ORDER BY version`);
   t.equal(rows.length, 2);
-  // The view packs in SQL what the pipeline packs in TypeScript: the same text but for the leaf.
-  const [indexed, batched] = rows.map(({ evidence, ...key }) => ({ key, evidence: JSON.parse(evidence) as unknown[] }));
+  // The view packs in SQL what the pipeline packs in TypeScript: the same text but for the leaf and the version.
+  const [indexed, batched] = rows.map(({ row, ...key }) => ({ key, ...packed(row) }));
   t.same(indexed?.key, batched?.key);
+  t.same(indexed?.head.slice(0, 7), batched?.head.slice(0, 7));
+  t.same([indexed?.head[7], typeof batched?.head[7]], [1, 'number']);
   t.same(indexed?.evidence.slice(0, 7), batched?.evidence.slice(0, 7));
   t.same(indexed?.evidence.slice(7), [null, null, null, null, []]);
   const leaf = formed.assignments[0];

@@ -110,6 +110,14 @@ async function tamper(statements: readonly string[]): Promise<void> {
   }
 }
 
+/** A statement writing record `recordId`'s evidence row again, at a higher version, its evidence `evidence` (SQL over e[9]). */
+function tamperedRow(recordId: string, evidence: string): string {
+  return `INSERT INTO dris.record_evidence_packed
+    WITH JSONExtractArrayRaw(row) AS e
+    SELECT * REPLACE (concat('[', arrayStringConcat(arraySlice(e, 1, 7), ','), ',', toString(version + 100), ',', ${evidence}, ']') AS row, version + 100 AS version)
+    FROM dris.record_evidence_packed FINAL WHERE record_id = '${recordId}'`;
+}
+
 async function filesUnder(dir: string): Promise<string[]> {
   const out: string[] = [];
   for (const e of await readdir(dir, { withFileTypes: true })) {
@@ -308,11 +316,12 @@ t.test('tampered index rows and manifests', async (t) => {
   }
   t.equal(removed, 1, 'the manifest of batch 1 is one block');
   await tamper([
-    // Verification reads a record and its leaf from record_evidence_by_hash, packed in EVIDENCE_FIELDS order.
+    // Verification reads a record and its leaf from record_evidence_packed's row: its head
+    // (EVIDENCE_ROW_HEAD, the version 8th), then the evidence in EVIDENCE_FIELDS order.
     // a: the salt (7th) changed, so the envelope no longer hashes to the stored record hash.
-    `INSERT INTO dris.record_evidence_by_hash SELECT * REPLACE (replaceOne(evidence, JSONExtractString(evidence, 7), '${'0'.repeat(32)}') AS evidence, version + 100 AS version) FROM dris.record_evidence_by_hash FINAL WHERE record_id = 'a'`,
+    tamperedRow('a', "replaceOne(e[9], JSONExtractString(e[9], 7), '" + '0'.repeat(32) + "')"),
     // b: the first element of the proof (12th) changed.
-    `INSERT INTO dris.record_evidence_by_hash SELECT * REPLACE (replaceOne(evidence, JSONExtractString(evidence, 12, 1), '${'0'.repeat(64)}') AS evidence, version + 100 AS version) FROM dris.record_evidence_by_hash FINAL WHERE record_id = 'b'`,
+    tamperedRow('b', "replaceOne(e[9], JSONExtractString(e[9], 12, 1), '" + '0'.repeat(64) + "')"),
     // batch 1 points at batch 2's manifest.
     `INSERT INTO dris.batches SELECT * REPLACE ((SELECT any(manifest_cid) FROM dris.batches FINAL WHERE batch_id = '${batch2}') AS manifest_cid, version + 100 AS version) FROM dris.batches FINAL WHERE batch_id = '${batch1}'`,
     // batch 2 recorded as Failed, under a root that was never anchored: reconciliation adopts a

@@ -177,15 +177,25 @@ void t.test('migrate applies missing migrations in order, then only bootstraps',
   t.same(execs[57]?.params, { version: 28, name: 'drop record_evidence_from_records' });
   t.match(execs[58]?.sql, /^INSERT INTO dris_test\.record_evidence_by_hash .*FROM dris_test\.record_evidence$/s);
   t.same(execs[59]?.params, { version: 29, name: 'back-fill record_evidence_by_hash' });
-  t.equal(execs.length, 60);
+  t.match(execs[60]?.sql, /^CREATE TABLE IF NOT EXISTS dris_test\.record_evidence_packed\n\(\n {4}key_hash +UInt64 DEFAULT reinterpretAsUInt64\(substring\(SHA256\(.*row +String CODEC\(LZ4\)\n\).*PRIMARY KEY key_hash\nORDER BY \(key_hash, tenant_id, collection, record_id, database, record_version, ingest_id\)\nSETTINGS index_granularity = 16,/s);
+  t.same(execs[61]?.params, { version: 30, name: 'create record_evidence_packed' });
+  t.match(execs[62]?.sql, /CREATE MATERIALIZED VIEW IF NOT EXISTS dris_test\.record_evidence_packed_from_records TO dris_test\.record_evidence_packed AS\s+SELECT .*row_version AS version, toJSONString\(tuple\(tenant_id, .*, row_version, tuple\(client_id, .*merkle_proof\)\)\) AS row\s+FROM dris_test\.records$/s);
+  t.same(execs[63]?.params, { version: 31, name: 'create record_evidence_packed_from_records' });
+  t.match(execs[64]?.sql, /CREATE MATERIALIZED VIEW IF NOT EXISTS dris_test\.record_evidence_packed_from_by_hash TO dris_test\.record_evidence_packed AS.*FROM dris_test\.record_evidence_by_hash$/s);
+  t.same(execs[65]?.params, { version: 32, name: 'create record_evidence_packed_from_by_hash' });
+  t.equal(execs[66]?.sql, 'DROP VIEW IF EXISTS dris_test.record_evidence_by_hash_from_records');
+  t.same(execs[67]?.params, { version: 33, name: 'drop record_evidence_by_hash_from_records' });
+  t.match(execs[68]?.sql, /^INSERT INTO dris_test\.record_evidence_packed .*FROM dris_test\.record_evidence_by_hash$/s);
+  t.same(execs[69]?.params, { version: 34, name: 'back-fill record_evidence_packed' });
+  t.equal(execs.length, 70);
   // Migrations run without the per-query limit (a back-fill takes as long as the table is large).
   const migrationTimeouts = runner.timeouts.filter((_, i) => i >= 2 && i % 2 === 0);
-  t.equal(migrationTimeouts.length, 29);
+  t.equal(migrationTimeouts.length, 34);
   t.ok(migrationTimeouts.every((ms) => ms !== undefined && ms >= 3_600_000));
 
   const again = new FakeRunner();
   // A server answers 64-bit integers as strings.
-  again.onQuery = () => Array.from({ length: 29 }, (_, i) => ({ version: String(i + 1) }));
+  again.onQuery = () => Array.from({ length: 34 }, (_, i) => ({ version: String(i + 1) }));
   await (await serverStorage(again)).database.migrate();
   t.equal(again.of('exec').length, 2);
 });

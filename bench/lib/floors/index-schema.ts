@@ -10,7 +10,7 @@ import { INSERT_ROWS, withScratchSession } from './chdb.js';
  * The index schema's floor: what the embedded engine costs to take the indexer's own rows into
  * dris's own tables, without the rest of dris. Unlike the raw chDB floor (a bare MergeTree), the
  * insert goes through everything the schema makes of a record (the records table with its skip
- * indexes and compression, and the evidence view writing record_evidence_by_hash), so it bounds the
+ * indexes and compression, and the evidence view writing record_evidence_packed), so it bounds the
  * pipeline's rate and its CPU per record from below on this machine: the pipeline inserts each
  * record this way once, and at anchoring writes its leaf to two more tables, besides the rest.
  */
@@ -74,7 +74,7 @@ export function indexSchemaFloor(seconds: number, payload: string): Promise<Inde
       inserted += INSERT_ROWS;
     }
     // The schema's view must have written every row: a floor that skipped it would flatter the engine.
-    const counted = (await session.queryAsync(`SELECT count() AS n FROM ${DB}.record_evidence_by_hash`, { format: 'JSONEachRow', timeout: 60_000 })).text();
+    const counted = (await session.queryAsync(`SELECT count() AS n FROM ${DB}.record_evidence_packed`, { format: 'JSONEachRow', timeout: 60_000 })).text();
     const evidence = Number((JSON.parse(counted) as { n: string | number }).n);
     if (evidence !== inserted) throw new Error(`index schema floor: ${evidence} evidence rows for ${inserted} records`);
     return {

@@ -4,22 +4,22 @@ import { DrisError } from '../../errors/dris-error.js';
 import { storedProofPart, type BatchTops } from './batch-tops.js';
 import type { ClickHouseDatabase } from './database.js';
 import type { EnvelopeRow, RecordRow } from './record-rows.js';
-import { EVIDENCE_FIELDS, LEAF_COLUMNS } from './schema.js';
+import { EVIDENCE_FIELDS, EVIDENCE_ROW_HEAD, LEAF_COLUMNS } from './schema.js';
 import type { SqlParams } from './sql-runner.js';
 import { dateTime64Text, type Int64Out } from './values.js';
 import { pointReadSettings } from './point-read.js';
 import { evidenceKeyHashes, type EvidenceKey } from './evidence-key.js';
 
 /**
- * record_evidence_by_hash: every record by (tenant, collection, recordId), with its leaf, in one row. The
+ * record_evidence_packed: every record by (tenant, collection, recordId), with its leaf, in one row. The
  * indexer's inserts into records reach it through a materialized view (version 1, no leaf); the
  * pipeline writes the same row again with its leaf and the leaf's version when it stores the
  * record's batch. ReplacingMergeTree keeps the higher version whichever write lands first.
  *
- * Besides its key, a row holds its evidence packed in one JSON array (EVIDENCE_FIELDS in schema.ts):
- * a look-up reads every field of a few rows, and one column to decompress and parse per granule
- * costs about a third less than the dozen record_lookup had. Of a batched record's audit path the
- * row keeps the lower levels only; readLookup completes it (batch-tops.ts).
+ * Besides its key's columns, a row holds everything a look-up reads packed in one JSON array,
+ * `row`: EVIDENCE_ROW_HEAD, then the evidence (EVIDENCE_FIELDS) as a nested array. A look-up
+ * reads that one column (migrations/record-evidence.ts says what that saves). Of a batched
+ * record's audit path the row keeps the lower levels only; readLookup completes it (batch-tops.ts).
  */
 
 /** What verifying a record needs of it, as columns of records named (the payload stays on disk). */
@@ -34,21 +34,8 @@ export function proofInEvidence(r: Pick<RecordRow, 'batch_id' | 'tree_size' | 'm
   return r.batch_id !== null && r.batch_id !== '' && Number(r.tree_size ?? 0) > 1 && r.merkle_proof.length === 0;
 }
 
-/** A record_evidence_by_hash row as read (LOOKUP_READ_COLUMNS), its evidence unpacked. */
+/** A record_evidence_packed row as read, unpacked. */
 export type LookupRow = EvidenceRow & { version: Int64Out };
-
-/** A row as the query returns it: the key, and the evidence still packed. */
-interface PackedRow {
-  ingest_id: string;
-  tenant_id: string;
-  database: string;
-  collection: string;
-  record_id: string;
-  record_version: string;
-  accepted_at_ms: Int64Out;
-  evidence: string;
-  version: Int64Out;
-}
 
 /** The evidence of a row, in EVIDENCE_FIELDS order. */
 type Evidence = [
@@ -66,37 +53,54 @@ type Evidence = [
   merkleProof: readonly string[],
 ];
 
-function unpack(p: PackedRow): LookupRow {
-  let e: unknown;
+/** A packed row: EVIDENCE_ROW_HEAD, then the evidence. */
+type PackedRow = [
+  tenantId: string,
+  collection: string,
+  recordId: string,
+  database: string,
+  recordVersion: string,
+  ingestId: string,
+  acceptedAtMs: number,
+  version: number,
+  evidence: Evidence,
+];
+
+const PACKED_ROW_LENGTH = EVIDENCE_ROW_HEAD.length + 1;
+
+function unpack(text: string): LookupRow {
+  let p: unknown;
   try {
-    e = JSON.parse(p.evidence);
+    p = JSON.parse(text);
   } catch (err) {
-    throw new DrisError('internal_error', `record ${p.ingest_id} has unreadable evidence`, { cause: err });
+    throw new DrisError('internal_error', 'a record has an unreadable evidence row', { cause: err });
   }
-  if (!Array.isArray(e) || e.length !== EVIDENCE_FIELDS.length || !Array.isArray(e.at(-1))) throw new DrisError('internal_error', `record ${p.ingest_id} has evidence of another shape`);
+  const e: unknown = Array.isArray(p) && p.length === PACKED_ROW_LENGTH ? p.at(-1) : undefined;
+  if (!Array.isArray(e) || e.length !== EVIDENCE_FIELDS.length || !Array.isArray(e.at(-1))) throw new DrisError('internal_error', 'a record has an evidence row of another shape');
+  const [tenantId, collection, recordId, database, recordVersion, ingestId, acceptedAtMs, version] = p as PackedRow;
   const [clientId, operationType, sourceTimestamp, hashScheme, payloadHash, recordHash, salt, snapshotId, batchId, leafIndex, treeSize, merkleProof] = e as Evidence;
   return {
-    ingest_id: p.ingest_id,
-    tenant_id: p.tenant_id,
+    ingest_id: ingestId,
+    tenant_id: tenantId,
     client_id: clientId,
-    database: p.database,
-    collection: p.collection,
-    record_id: p.record_id,
-    record_version: p.record_version,
+    database,
+    collection,
+    record_id: recordId,
+    record_version: recordVersion,
     operation_type: operationType,
     source_timestamp: sourceTimestamp,
     hash_scheme: hashScheme,
     payload_hash: payloadHash,
     record_hash: recordHash,
     salt,
-    accepted_at_ms: p.accepted_at_ms,
+    accepted_at_ms: Number(acceptedAtMs),
     snapshot_id: snapshotId,
     batch_id: batchId,
     leaf_index: leafIndex === null ? null : Number(leafIndex),
     tree_size: treeSize === null ? null : Number(treeSize),
     // A fresh array from JSON.parse, owned by this row alone.
     merkle_proof: merkleProof as string[],
-    version: p.version,
+    version: Number(version),
   };
 }
 
@@ -123,7 +127,7 @@ export async function readLookup(db: ClickHouseDatabase, tops: BatchTops, keys: 
   const runner = db.runner;
   const params: SqlParams = { ...filter?.params, keyHashes: evidenceKeyHashes(keys) };
   const sql = lookupRecordsSql(db.name, filter?.where, limit, runner.pointReadSettings);
-  const rows = await tops.complete(newestOfEach(ofKeys(keys, (await runner.query<PackedRow>(sql, params)).map(unpack))));
+  const rows = await tops.complete(newestOfEach(ofKeys(keys, (await runner.query<{ row: string }>(sql, params)).map((r) => unpack(r.row)))));
   const leafless = rows.filter((r) => r.batch_id === null);
   if (leafless.length === 0) return rows;
   const leaves = await runner.query<LeafRow>(leavesByKeySql(db.name), {
@@ -163,24 +167,26 @@ function newestOfEach(rows: LookupRow[]): LookupRow[] {
 export const LOOKUP_LINES_SETTINGS = { input_format_json_read_arrays_as_strings: 1 } as const;
 
 /**
- * The record_evidence_by_hash rows of batched records as JSONEachRow lines (`lookupRowsOf`), each row's
- * evidence written as the JSON array it is rather than as a string holding it: escaping the
- * evidence into a string, and the engine unescaping it, cost more than the rest of the row.
+ * The record_evidence_packed rows of batched records as JSONEachRow lines (`lookupRowsOf`), each
+ * row's `row` written as the JSON array it is rather than as a string holding it: escaping it into
+ * a string, and the engine unescaping it, cost more than the rest of the line.
  */
 export function lookupLinesOf(records: readonly AcceptedRecord[], assignments: readonly LeafAssignment[], version: number): Buffer {
   const leafOf = new Map(assignments.map((a) => [a.ingestId, a]));
   let text = '';
   let acceptedAt = '';
   let acceptedAtMs = NaN;
+  let acceptedAtText = '';
   for (const r of records) {
     const a = leafOf.get(r.ingestId);
     // The records of a bulk request share their acceptance time: parsed once.
     if (r.acceptedAt !== acceptedAt) {
       acceptedAt = r.acceptedAt;
       acceptedAtMs = Date.parse(acceptedAt);
+      if (!Number.isNaN(acceptedAtMs)) acceptedAtText = dateTime64Text(acceptedAtMs);
     }
     if (a === undefined || Number.isNaN(acceptedAtMs)) throw new DrisError('internal_error', `record ${r.ingestId} has no leaf or an unreadable acceptedAt`);
-    text += lookupLine(r, a, dateTime64Text(acceptedAtMs), version);
+    text += lookupLine(r, a, acceptedAtText, acceptedAtMs, version);
   }
   return Buffer.from(text, 'utf8');
 }
@@ -188,10 +194,10 @@ export function lookupLinesOf(records: readonly AcceptedRecord[], assignments: r
 /**
  * One line: the text `referenceLookupLine` gives (the test compares the two), by one
  * JSON.stringify of an object literal of one shape, the serializer's fast path. On Node 20 that
- * costs about 7 µs per record with a ten-hash proof, where the text written member by member in
+ * cost about 7 µs per record with a ten-hash proof, where the text written member by member in
  * JavaScript (escape checks on every value and hash) cost 9-11.
  */
-function lookupLine(r: AcceptedRecord, a: LeafAssignment, acceptedAt: string, version: number): string {
+function lookupLine(r: AcceptedRecord, a: LeafAssignment, acceptedAt: string, acceptedAtMs: number, version: number): string {
   return (
     JSON.stringify({
       tenant_id: r.tenantId,
@@ -202,7 +208,7 @@ function lookupLine(r: AcceptedRecord, a: LeafAssignment, acceptedAt: string, ve
       ingest_id: r.ingestId,
       accepted_at: acceptedAt,
       version,
-      evidence: evidenceOf(r, a),
+      row: packedRowOf(r, a, acceptedAtMs, version),
     }) + '\n'
   );
 }
@@ -212,17 +218,21 @@ function evidenceOf(r: AcceptedRecord, a: LeafAssignment): Evidence {
   return [r.clientId, r.operationType, r.sourceTimestamp, r.hashScheme, r.payloadHash, r.recordHash, r.salt, a.snapshotId, a.batchId, a.leafIndex, a.treeSize, storedProofPart(a.proof, a.leafIndex, a.treeSize)];
 }
 
+/** A batched record's packed row: EVIDENCE_ROW_HEAD, then its evidence. */
+function packedRowOf(r: AcceptedRecord, a: LeafAssignment, acceptedAtMs: number, version: number): PackedRow {
+  return [r.tenantId, r.collection, r.recordId, r.database, r.recordVersion, r.ingestId, acceptedAtMs, version, evidenceOf(r, a)];
+}
+
 /** The line as JSON.stringify writes the row (`lookupRowsOf`): what the lines of `lookupLinesOf` are compared with. */
 export function referenceLookupLine(r: AcceptedRecord, a: LeafAssignment, version: number): string {
-  const row = lookupRowsOf([r], [a], version, false)[0] as { evidence: Evidence };
-  const { evidence, ...key } = row;
-  return `${JSON.stringify(key).slice(0, -1)},"evidence":${JSON.stringify(evidence)}}\n`;
+  const { row, ...key } = lookupRowsOf([r], [a], version, false)[0] as { row: PackedRow };
+  return `${JSON.stringify(key).slice(0, -1)},"row":${JSON.stringify(row)}}\n`;
 }
 
 /**
- * The record_evidence_by_hash rows of batched records, as the pipeline writes them: the indexer's row (the
- * same envelope, from the same accepted record) plus the leaf, at the leaf's version. `packed`:
- * the evidence as its JSON text (as the column holds it), else as the array.
+ * The record_evidence_packed rows of batched records, as the pipeline writes them: the indexer's
+ * row (the same envelope, from the same accepted record) plus the leaf, at the leaf's version.
+ * `packed`: the row as its JSON text (as the column holds it), else as the array.
  */
 export function lookupRowsOf(records: readonly AcceptedRecord[], assignments: readonly LeafAssignment[], version: number, packed = true): object[] {
   const leafOf = new Map(assignments.map((a) => [a.ingestId, a]));
@@ -230,7 +240,7 @@ export function lookupRowsOf(records: readonly AcceptedRecord[], assignments: re
     const a = leafOf.get(r.ingestId);
     const acceptedAtMs = Date.parse(r.acceptedAt);
     if (a === undefined || Number.isNaN(acceptedAtMs)) throw new DrisError('internal_error', `record ${r.ingestId} has no leaf or an unreadable acceptedAt`);
-    const evidence = evidenceOf(r, a);
+    const row = packedRowOf(r, a, acceptedAtMs, version);
     return {
       tenant_id: r.tenantId,
       collection: r.collection,
@@ -239,20 +249,16 @@ export function lookupRowsOf(records: readonly AcceptedRecord[], assignments: re
       record_version: r.recordVersion,
       ingest_id: r.ingestId,
       accepted_at: dateTime64Text(acceptedAtMs),
-      evidence: packed ? JSON.stringify(evidence) : evidence,
       version,
+      row: packed ? JSON.stringify(row) : row,
     };
   });
 }
 
 // ---- SQL ----------------------------------------------------------------------------------------
 
-/** The columns of a record_evidence_by_hash row as read; accepted_at as epoch milliseconds. */
-const LOOKUP_READ_COLUMNS = `ingest_id, tenant_id, database, collection, record_id, record_version,
-       toUnixTimestamp64Milli(accepted_at) AS accepted_at_ms, evidence, version`;
-
 /**
- * record_evidence_by_hash rows by their keys' hashes (param keyHashes Array(UInt64)), and `where`
+ * record_evidence_packed rows by their keys' hashes (param keyHashes Array(UInt64)), and `where`
  * when given, so the read is a granule or so per key and part whatever the table's size. Every stored
  * version of a row is returned, with its version: the caller keeps the highest of each record.
  * Neither FINAL nor LIMIT BY: FINAL merges the key ranges of every part it reads, which costs
@@ -261,8 +267,8 @@ const LOOKUP_READ_COLUMNS = `ingest_id, tenant_id, database, collection, record_
  */
 function lookupRecordsSql(db: string, where: string | undefined, limit?: string, engineSettings?: string): string {
   const collapse = limit === undefined ? '' : `\nORDER BY accepted_at, ingest_id, tenant_id, version DESC\nLIMIT 1 BY tenant_id, ingest_id\nLIMIT ${limit}`;
-  return `SELECT ${LOOKUP_READ_COLUMNS}
-FROM ${db}.record_evidence_by_hash
+  return `SELECT row
+FROM ${db}.record_evidence_packed
 WHERE key_hash IN {keyHashes:Array(UInt64)}${where === undefined ? '' : ` AND ${where}`}${collapse}
 SETTINGS ${pointReadSettings(engineSettings)}`;
 }

@@ -56,7 +56,7 @@ export class ClickHouseEvidenceStore implements EvidenceIndex {
   }
 
   /**
-   * One query for many look-ups, on record_evidence_by_hash's key: the hashes of the look-ups'
+   * One query for many look-ups, on record_evidence_packed's key: the hashes of the look-ups'
    * (tenant, collection, record id), a granule or so each, and the exact match per look-up here.
    */
   async #findMany(lookups: RecordLookup[]): Promise<StoredRecord[][]> {
@@ -99,9 +99,9 @@ export class ClickHouseEvidenceStore implements EvidenceIndex {
     return rows.map(toBatchAnchor);
   }
 
-  /** record_evidence_by_hash's files into the page cache, newest parts first (table-prefetch.ts). */
+  /** record_evidence_packed's files into the page cache, newest parts first (table-prefetch.ts). */
   async prefetchRecords(maxBytes: number, signal?: AbortSignal): Promise<RecordsPrefetch> {
-    const r = await prefetchTable(this.#db.runner, this.#db.name, 'record_evidence_by_hash', { maxBytes, ...(signal === undefined ? {} : { signal }) });
+    const r = await prefetchTable(this.#db.runner, this.#db.name, 'record_evidence_packed', { maxBytes, ...(signal === undefined ? {} : { signal }) });
     return { bytes: r.bytes, tableBytes: r.tableBytes };
   }
 

@@ -17,7 +17,7 @@ import type { Int64Out } from './values.js';
  */
 
 /** Tables merged: those read by key for every verification. */
-const COMPACTED: readonly TableName[] = ['record_evidence_by_hash'];
+const COMPACTED: readonly TableName[] = ['record_evidence_packed'];
 
 /** When the first look is taken after start, milliseconds (at most). */
 const FIRST_CHECK_MS = 5_000;

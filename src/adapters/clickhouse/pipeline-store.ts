@@ -30,7 +30,7 @@ import { Conditions, dateTime64Text, n, type Int64Out } from './values.js';
  * whole with a higher version (ReplacingMergeTree) and read with FINAL; lifecycle entries are
  * appended with a deterministic id, so a retried write lists once. A record's place in its batch
  * goes to the narrow record_leaves table (without its proof) and, with the proof and the rest of
- * the record's evidence, to its record_evidence_by_hash row; the record row itself is the indexer's and
+ * the record's evidence, to its record_evidence_packed row; the record row itself is the indexer's and
  * is never rewritten.
  *
  * Reads that select batches by a column that changes (status) find the ids on the narrow columns
@@ -156,7 +156,7 @@ export class ClickHousePipelineStore implements PipelineStore {
   async saveFormedBatches(formed: readonly FormedBatch[]): Promise<void> {
     if (formed.length === 0) return;
     const epoch = await this.#writeEpoch();
-    // record_leaves and record_evidence_by_hash keep UInt64 versions compared with the indexer's 1: time only.
+    // record_leaves and record_evidence_packed keep UInt64 versions compared with the indexer's 1: time only.
     const version = Number(nextMicros());
     const leaves = formed.flatMap((f) =>
       f.assignments.map((a) => ({
@@ -175,11 +175,11 @@ export class ClickHousePipelineStore implements PipelineStore {
     // One insert per table for all the batches; the batch rows, written last, are the commit marker.
     const evidenceParts: Buffer[] = [];
     for (const f of formed) evidenceParts.push(await encodeInSlices(f.records, ENCODE_SLICE_ROWS, (records) => lookupLinesOf(records, f.assignments, version)));
-    // The block roots from which readers complete the paths record_evidence_by_hash keeps in part.
+    // The block roots from which readers complete the paths record_evidence_packed keeps in part.
     const blocks = formed.flatMap((f) => blockRowOf(f.batch.batchId, f.batch.leaves) ?? []);
     await Promise.all([
       this.#runner.insertJsonEachRow(`${this.#db}.record_leaves`, leaves),
-      this.#runner.insertJsonLines(`${this.#db}.record_evidence_by_hash`, Buffer.concat(evidenceParts), LOOKUP_LINES_SETTINGS),
+      this.#runner.insertJsonLines(`${this.#db}.record_evidence_packed`, Buffer.concat(evidenceParts), LOOKUP_LINES_SETTINGS),
       ...(blocks.length === 0 ? [] : [this.#runner.insertJsonEachRow(`${this.#db}.batch_blocks`, blocks)]),
       this.#runner.insertJsonEachRow(`${this.#db}.snapshots`, formed.flatMap((f) => f.snapshots.map((s) => this.#snapshotRow(s, epoch)))),
       this.#runner.insertJsonEachRow(`${this.#db}.snapshot_lifecycle`, this.#lifecycleRows(formed.flatMap((f) => f.lifecycle), epoch)),

@@ -27,6 +27,7 @@ export type TableName =
   | 'record_leaves'
   | 'record_evidence'
   | 'record_evidence_by_hash'
+  | 'record_evidence_packed'
   | 'api_keys'
   | 'audit_events'
   | 'verifications'
@@ -41,8 +42,9 @@ export type TableName =
 export const LEAF_COLUMNS = ['snapshot_id', 'batch_id', 'leaf_index', 'tree_size', 'merkle_proof'] as const;
 
 /**
- * The record_lookup columns record_evidence (and record_evidence_by_hash) packs into its `evidence` column, in this order, as
- * one JSON array (`toJSONString` of a tuple; `lookupRowsOf` in evidence-rows.ts writes the same).
+ * The record_lookup columns record_evidence (and record_evidence_by_hash) pack into their `evidence`
+ * column, in this order, as one JSON array (`toJSONString` of a tuple), and record_evidence_packed
+ * into the last member of its `row` (`lookupRowsOf` in evidence-rows.ts writes the same).
  */
 export const EVIDENCE_FIELDS = [
   'client_id',
@@ -58,3 +60,15 @@ export const EVIDENCE_FIELDS = [
   'tree_size',
   'merkle_proof',
 ] as const;
+
+/**
+ * What record_evidence_packed's `row` holds before the evidence, in this order: the row's key, its
+ * acceptance as epoch milliseconds and its version. The row is one JSON array, these and then the
+ * evidence (EVIDENCE_FIELDS) as a nested array, so one parse reads a look-up's row whole.
+ */
+export const EVIDENCE_ROW_HEAD = ['tenant_id', 'collection', 'record_id', 'database', 'record_version', 'ingest_id', 'accepted_at_ms', 'version'] as const;
+
+/** EVIDENCE_ROW_HEAD as the engine computes it from a row whose version is the column `version`. */
+export function evidenceRowHeadSql(version: string): string {
+  return `tenant_id, collection, record_id, database, record_version, ingest_id, toUnixTimestamp64Milli(accepted_at), ${version}`;
+}

@@ -55,7 +55,7 @@ export class ClickHouseStorage {
     });
     this.keys = new ClickHouseKeyStore(this.database);
     this.audit = new ClickHouseAuditLog(this.database, { ...withLogger, ...(options.auditWrites === undefined ? {} : { writes: options.auditWrites }) });
-    // One cache of batch trees' upper levels for both readers of record_evidence_by_hash.
+    // One cache of batch trees' upper levels for both readers of record_evidence_packed.
     const tops = new BatchTops(this.database);
     this.pipeline = new ClickHousePipelineStore(this.database, null, tops);
     this.evidence = new ClickHouseEvidenceStore(this.database, { tops });

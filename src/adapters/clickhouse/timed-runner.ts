@@ -13,6 +13,7 @@ const TABLES = new Set([
   'record_leaves',
   'record_evidence',
   'record_evidence_by_hash',
+  'record_evidence_packed',
   'batch_blocks',
   'record_lookup',
   'api_keys',

@@ -3,7 +3,7 @@ import { auditEventsMigrations } from './audit-events.js';
 import { batchBlocksMigrations } from './batch-blocks.js';
 import { createTable, type Migration } from './migration.js';
 import { pipelineMigrations } from './pipeline.js';
-import { recordEvidenceByHashMigrations, recordEvidenceMigrations } from './record-evidence.js';
+import { recordEvidenceByHashMigrations, recordEvidenceMigrations, recordEvidencePackedMigrations } from './record-evidence.js';
 import { recordLeavesMigrations } from './record-leaves.js';
 import { recordLookupMigrations } from './record-lookup.js';
 import { recordsMigrations } from './records.js';
@@ -47,6 +47,7 @@ export function migrations(db: string): readonly Migration[] {
     ...recordLookupMigrations(db),
     ...recordEvidenceMigrations(db),
     ...recordEvidenceByHashMigrations(db),
+    ...recordEvidencePackedMigrations(db),
     ...batchBlocksMigrations(db),
   ].sort((a, b) => a.version - b.version);
 }
