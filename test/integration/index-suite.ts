@@ -140,6 +140,12 @@ export function indexSuite(t: Test, target: IndexTarget): IndexUnderTest {
     );
   });
 
+  t.test('queryValues: each value as it is, JSON text not escaped again', async (t) => {
+    const texts = ['["a\\"b","c\\\\d",1,null,["réf-✓"]]', '[]', '{"k":"tab\\tin"}'];
+    t.strictSame(await ctx.raw.queryValues('SELECT arrayJoin({vs:Array(String)}) AS v', { vs: texts }), texts);
+    t.strictSame(await ctx.raw.queryValues('SELECT toString(number) FROM numbers(0)'), [], 'no rows, no values');
+  });
+
   t.test('insert then query: values, filters, time range, paging', async (t) => {
     const tenant = 'tenant-q';
     const recs: AcceptedRecord[] = [];

@@ -22,6 +22,9 @@ class TableRunner implements SqlRunner {
   query<T>(): Promise<T[]> {
     return Promise.resolve([]);
   }
+  queryValues(): Promise<string[]> {
+    return Promise.resolve([]);
+  }
   insertJsonEachRow(): Promise<void> {
     return Promise.reject(new Error('the journal inserts lines'));
   }

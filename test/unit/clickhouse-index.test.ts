@@ -40,6 +40,9 @@ class FakeRunner implements SqlRunner {
       resolve(this.onQuery(sql, params) as T[]);
     });
   }
+  queryValues(sql: string, params?: SqlParams): Promise<string[]> {
+    return this.query<string>(sql, params);
+  }
   insertJsonLines(table: string, lines: Buffer, settings?: InsertSettings): Promise<void> {
     let rows = lines.toString('utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
     // As the engine reads them with this setting: an object member into a String column as its text.

@@ -23,6 +23,9 @@ class RecordingRunner implements SqlRunner {
     if (encodeURIComponent(JSON.stringify(ids)).length > 128 * 1024) return Promise.reject(new Error('Field value too long'));
     return Promise.resolve(ids.filter((id) => this.batched.has(id)).map((id) => ({ id }) as T));
   }
+  queryValues(): Promise<string[]> {
+    return Promise.reject(new Error('the batched look-up reads rows'));
+  }
   insertJsonEachRow(): Promise<void> {
     return Promise.resolve();
   }

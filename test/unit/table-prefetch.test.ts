@@ -34,6 +34,7 @@ function runner(localFiles: boolean | undefined, parts: { path: string; bytes: n
       r.queries += 1;
       return Promise.resolve(parts as T[]);
     },
+    queryValues: () => Promise.resolve([]),
     exec: () => Promise.resolve(),
     insertJsonEachRow: () => Promise.resolve(),
     insertJsonLines: () => Promise.resolve(),

@@ -35,6 +35,19 @@ const DEFAULT_READERS = 1;
  */
 const SESSION_SETTINGS = 'SET output_format_parallel_formatting = 0';
 
+/** The non-empty lines of a result's text. */
+function lines(text: string): string[] {
+  const out: string[] = [];
+  let start = 0;
+  while (start < text.length) {
+    let end = text.indexOf('\n', start);
+    if (end === -1) end = text.length;
+    if (end > start) out.push(text.slice(start, end));
+    start = end + 1;
+  }
+  return out;
+}
+
 /** The chDB error codes that mean the engine is unusable rather than the statement wrong. */
 const UNAVAILABLE = new Set(['CHDB_CONNECTION', 'CHDB_CLOSED', 'CHDB_PLATFORM_UNSUPPORTED', 'CHDB_BINARY_VERSION_MISMATCH']);
 
@@ -122,16 +135,11 @@ export class ChdbSqlRunner implements SqlRunner {
   }
 
   async query<T>(sql: string, params?: SqlParams): Promise<T[]> {
-    const text = this.#readers.length === 0 ? await this.#run(sql, params, 'JSONEachRow', this.#timeoutMs) : await this.#read(sql, params);
-    const rows: T[] = [];
-    let start = 0;
-    while (start < text.length) {
-      let end = text.indexOf('\n', start);
-      if (end === -1) end = text.length;
-      if (end > start) rows.push(JSON.parse(text.slice(start, end)) as T);
-      start = end + 1;
-    }
-    return rows;
+    return lines(await this.#select(sql, params, 'JSONEachRow')).map((line) => JSON.parse(line) as T);
+  }
+
+  async queryValues(sql: string, params?: SqlParams): Promise<string[]> {
+    return lines(await this.#select(sql, params, 'TSVRaw'));
   }
 
   async insertJsonEachRow(table: string, rows: readonly object[]): Promise<void> {
@@ -177,14 +185,19 @@ export class ChdbSqlRunner implements SqlRunner {
     return this.#statement(this.#session, sql, params, { format, timeout }, true);
   }
 
+  /** A SELECT, on a reader when there are any. */
+  #select(sql: string, params: SqlParams | undefined, format: 'JSONEachRow' | 'TSVRaw'): Promise<string> {
+    return this.#readers.length === 0 ? this.#run(sql, params, format, this.#timeoutMs) : this.#read(sql, params, format);
+  }
+
   /** A SELECT on the least busy reader, its parameters bound as literals. */
-  async #read(sql: string, params: SqlParams | undefined): Promise<string> {
+  async #read(sql: string, params: SqlParams | undefined, format: string): Promise<string> {
     let at = 0;
     for (let i = 1; i < this.#readerLoad.length; i++) if ((this.#readerLoad[i] as number) < (this.#readerLoad[at] as number)) at = i;
     this.#readerLoad[at] = (this.#readerLoad[at] as number) + 1;
     try {
       // The engine's message may quote the statement, which then carries the values themselves.
-      return await this.#statement(this.#readers[at] as Session, params === undefined ? sql : bindLiterals(sql, params), undefined, { format: 'JSONEachRow', timeout: this.#timeoutMs }, params === undefined);
+      return await this.#statement(this.#readers[at] as Session, params === undefined ? sql : bindLiterals(sql, params), undefined, { format, timeout: this.#timeoutMs }, params === undefined);
     } finally {
       this.#readerLoad[at] = (this.#readerLoad[at] as number) - 1;
     }

@@ -127,7 +127,7 @@ export async function readLookup(db: ClickHouseDatabase, tops: BatchTops, keys: 
   const runner = db.runner;
   const params: SqlParams = { ...filter?.params, keyHashes: evidenceKeyHashes(keys) };
   const sql = lookupRecordsSql(db.name, filter?.where, limit, runner.pointReadSettings);
-  const rows = await tops.complete(newestOfEach(ofKeys(keys, (await runner.query<{ row: string }>(sql, params)).map((r) => unpack(r.row)))));
+  const rows = await tops.complete(newestOfEach(ofKeys(keys, (await runner.queryValues(sql, params)).map(unpack))));
   const leafless = rows.filter((r) => r.batch_id === null);
   if (leafless.length === 0) return rows;
   const leaves = await runner.query<LeafRow>(leavesByKeySql(db.name), {

@@ -175,6 +175,19 @@ export class ClickHouseClientRunner implements SqlRunner {
     }
   }
 
+  async queryValues(sql: string, params?: SqlParams): Promise<string[]> {
+    try {
+      const result = await this.#client.query({
+        query: sql,
+        format: 'TabSeparatedRaw',
+        ...(params === undefined ? {} : { query_params: params }),
+      });
+      return (await result.text()).split('\n').filter((line) => line.length > 0);
+    } catch (err) {
+      throw translateClickHouseError(err, 'query', true);
+    }
+  }
+
   async insertJsonEachRow(table: string, rows: readonly object[]): Promise<void> {
     if (rows.length === 0) return;
     try {

@@ -46,6 +46,12 @@ export interface SqlRunner {
    * back as numbers or as strings depending on the engine's settings: callers convert.
    */
   query<T>(sql: string, params?: SqlParams): Promise<T[]>;
+  /**
+   * Runs a SELECT of one String column and returns each value as it is (TabSeparatedRaw), for
+   * values that are JSON text themselves: JSONEachRow would escape each into a string, for the
+   * caller to parse twice. The values must hold no line break, as compact JSON text holds none.
+   */
+  queryValues(sql: string, params?: SqlParams): Promise<string[]>;
   /** One INSERT of all rows in JSONEachRow; `table` is database-qualified. */
   insertJsonEachRow(table: string, rows: readonly object[]): Promise<void>;
   /** One INSERT of rows already in JSONEachRow text (one JSON object per line), with settings of its own. */

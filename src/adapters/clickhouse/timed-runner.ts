@@ -64,6 +64,10 @@ export class TimedSqlRunner implements SqlRunner {
     return this.#timed(queryName(sql), () => this.inner.query<T>(sql, params));
   }
 
+  queryValues(sql: string, params?: SqlParams): Promise<string[]> {
+    return this.#timed(queryName(sql), () => this.inner.queryValues(sql, params));
+  }
+
   insertJsonEachRow(table: string, rows: readonly object[]): Promise<void> {
     return this.#timed(insertName(table), () => this.inner.insertJsonEachRow(table, rows));
   }
