@@ -188,7 +188,7 @@ void t.test('migrate applies missing migrations in order, then only bootstraps',
   t.same(execs[65]?.params, { version: 32, name: 'create record_evidence_packed_from_by_hash' });
   t.equal(execs[66]?.sql, 'DROP VIEW IF EXISTS dris_test.record_evidence_by_hash_from_records');
   t.same(execs[67]?.params, { version: 33, name: 'drop record_evidence_by_hash_from_records' });
-  t.match(execs[68]?.sql, /^INSERT INTO dris_test\.record_evidence_packed .*FROM dris_test\.record_evidence_by_hash$/s);
+  t.match(execs[68]?.sql, /^INSERT INTO dris_test\.record_evidence_packed .*FROM dris_test\.record_evidence_by_hash\nSETTINGS max_block_size = 65536, max_insert_block_size = 65536, min_insert_block_size_rows = 65536$/s);
   t.same(execs[69]?.params, { version: 34, name: 'back-fill record_evidence_packed' });
   t.equal(execs.length, 70);
   // Migrations run without the per-query limit (a back-fill takes as long as the table is large).
