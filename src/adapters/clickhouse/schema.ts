@@ -70,5 +70,5 @@ export const EVIDENCE_ROW_HEAD = ['tenant_id', 'collection', 'record_id', 'datab
 
 /** EVIDENCE_ROW_HEAD as the engine computes it from a row whose version is the column `version`. */
 export function evidenceRowHeadSql(version: string): string {
-  return `tenant_id, collection, record_id, database, record_version, ingest_id, toUnixTimestamp64Milli(accepted_at), ${version}`;
+  return EVIDENCE_ROW_HEAD.map((c) => (c === 'accepted_at_ms' ? 'toUnixTimestamp64Milli(accepted_at)' : c === 'version' ? version : c)).join(', ');
 }

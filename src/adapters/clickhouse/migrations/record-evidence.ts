@@ -91,9 +91,10 @@ FROM ${db}.record_evidence`),
  *   the same key, each also packed whole in one JSON array, `row` (EVIDENCE_ROW_HEAD, then the
  *   evidence), which is the one column a look-up reads.
  *   - Why: a look-up reads its columns granule by granule, and the engine's cost grows with the
- *     columns read as well as the keys. On a million records, 32 keys cost 4.2-5.2 ms of CPU
- *     reading `row` against 6.5-7.6 reading the nine columns; 64 keys 6.6-7.7 against 9.4-11.4.
- *     In the verify bench that was 12-16 % more verifications/s. The key's columns stay, for the
+ *     columns read as well as the keys. On a million records, 32 keys cost 4.4-5.3 ms of CPU
+ *     reading `row` against 7.0-7.8 reading the nine columns; 64 keys 6.6-9.8 against 9.5-11.6.
+ *     In the verify bench, 3 687 verifications/s on average against 3 243 (four runs each,
+ *     alternated; docs/verification.md has them). The key's columns stay, for the
  *     engine's own use (the hash's DEFAULT, the ReplacingMergeTree key) and for filters.
  *   - Fed like record_evidence_by_hash was: a view on records (31, with 33 dropping the one into
  *     record_evidence_by_hash) and the pipeline's own insert. A view on record_evidence_by_hash
@@ -108,8 +109,8 @@ const RECORD_EVIDENCE_PACKED = `key_hash UInt64 DEFAULT ${EVIDENCE_KEY_HASH_SQL}
 /**
  * Rows the back-fill reads and writes at a time. The engine's default (a million) made the copy of
  * a million records peak at 1.6 GB resident, the process's start included, against a
- * recommendation of 1 GiB per process; 262 144 at 1.36 GB; 65 536 at 735 MB, as fast (7.5 s),
- * leaving 15 parts, which the engine's merges and the idle compaction then join.
+ * recommendation of 1 GiB per process; 262 144 at 1.36 GB; 65 536 at 710 MB, as fast (7.8 s
+ * against 8.2), leaving 15 parts, which the engine's merges and the idle compaction then join.
  */
 const BACK_FILL_BLOCK_ROWS = 65_536;
 
