@@ -35,14 +35,14 @@ const DEFAULT_READERS = 1;
  */
 const SESSION_SETTINGS = 'SET output_format_parallel_formatting = 0';
 
-/** The non-empty lines of a result's text. */
-function lines(text: string): string[] {
-  const out: string[] = [];
+/** Each non-empty line of a result's text, as `each` reads it. */
+function eachLine<T>(text: string, each: (line: string) => T): T[] {
+  const out: T[] = [];
   let start = 0;
   while (start < text.length) {
     let end = text.indexOf('\n', start);
     if (end === -1) end = text.length;
-    if (end > start) out.push(text.slice(start, end));
+    if (end > start) out.push(each(text.slice(start, end)));
     start = end + 1;
   }
   return out;
@@ -135,11 +135,11 @@ export class ChdbSqlRunner implements SqlRunner {
   }
 
   async query<T>(sql: string, params?: SqlParams): Promise<T[]> {
-    return lines(await this.#select(sql, params, 'JSONEachRow')).map((line) => JSON.parse(line) as T);
+    return eachLine(await this.#select(sql, params, 'JSONEachRow'), (line) => JSON.parse(line) as T);
   }
 
   async queryValues(sql: string, params?: SqlParams): Promise<string[]> {
-    return lines(await this.#select(sql, params, 'TSVRaw'));
+    return eachLine(await this.#select(sql, params, 'TSVRaw'), (line) => line);
   }
 
   async insertJsonEachRow(table: string, rows: readonly object[]): Promise<void> {

@@ -58,6 +58,13 @@ FROM ${db}.record_lookup`),
  *     rows written meanwhile through both views are written twice at one version, which readers
  *     collapse. record_evidence itself is left as it is, for processes of the older version.
  */
+/** The engine, keys and settings of the tables keyed by the key's hash (record_evidence_by_hash, record_evidence_packed). */
+const BY_KEY_HASH = `ENGINE = ReplacingMergeTree(version)
+PRIMARY KEY key_hash
+ORDER BY (key_hash, tenant_id, collection, record_id, database, record_version, ingest_id)
+SETTINGS index_granularity = 16, min_bytes_for_wide_part = ${COMPACT_PARTS_UP_TO_BYTES}, merge_selector_base = ${EVIDENCE_MERGE_BASE},
+         fsync_after_insert = 1, fsync_part_directory = 1`;
+
 const RECORD_EVIDENCE_BY_HASH = `key_hash UInt64 DEFAULT ${EVIDENCE_KEY_HASH_SQL}, ${RECORD_EVIDENCE}`;
 
 export const recordEvidenceByHashMigrations = (db: string): readonly Migration[] => [
@@ -67,11 +74,7 @@ export const recordEvidenceByHashMigrations = (db: string): readonly Migration[]
     createTable(
       `${db}.record_evidence_by_hash`,
       RECORD_EVIDENCE_BY_HASH,
-      `ENGINE = ReplacingMergeTree(version)
-PRIMARY KEY key_hash
-ORDER BY (key_hash, tenant_id, collection, record_id, database, record_version, ingest_id)
-SETTINGS index_granularity = 16, min_bytes_for_wide_part = ${COMPACT_PARTS_UP_TO_BYTES}, merge_selector_base = ${EVIDENCE_MERGE_BASE},
-         fsync_after_insert = 1, fsync_part_directory = 1`,
+      BY_KEY_HASH,
     ),
   ),
   migration(26, 'create record_evidence_by_hash_from_records', `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.record_evidence_by_hash_from_records TO ${db}.record_evidence_by_hash AS
@@ -133,11 +136,7 @@ export const recordEvidencePackedMigrations = (db: string): readonly Migration[]
     createTable(
       `${db}.record_evidence_packed`,
       RECORD_EVIDENCE_PACKED,
-      `ENGINE = ReplacingMergeTree(version)
-PRIMARY KEY key_hash
-ORDER BY (key_hash, tenant_id, collection, record_id, database, record_version, ingest_id)
-SETTINGS index_granularity = 16, min_bytes_for_wide_part = ${COMPACT_PARTS_UP_TO_BYTES}, merge_selector_base = ${EVIDENCE_MERGE_BASE},
-         fsync_after_insert = 1, fsync_part_directory = 1`,
+      BY_KEY_HASH,
     ),
   ),
   migration(31, 'create record_evidence_packed_from_records', `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.record_evidence_packed_from_records TO ${db}.record_evidence_packed AS
